@@ -1,0 +1,5 @@
+"""``python -m labeler`` runs the CLI."""
+
+from labeler.cli import main
+
+main()

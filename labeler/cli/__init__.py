@@ -1,0 +1,70 @@
+"""The `labeler` command: a thin click shell over the library.
+
+Each sub-command lives in its own module below and registers itself on :data:`main`.
+Errors from the library (:class:`~labeler.errors.LabelerError`) become one paragraph on
+stderr and the documented exit status; a traceback only with ``--debug``.
+
+Usage::
+
+    labeler --help
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from ..errors import LabelerError
+
+# Sub-command modules; each defines click commands and adds them to ``main``.
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
+class _Group(click.Group):
+    """A group that turns library errors into exit codes (SPEC §3)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        debug = bool(ctx.params.get("debug"))
+        try:
+            return super().invoke(ctx)
+        except LabelerError as exc:
+            if debug:
+                traceback.print_exc()
+            click.echo(f"labeler: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            click.echo("labeler: interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:  # anything unexpected: exit 1
+            if debug:
+                traceback.print_exc()
+            else:
+                click.echo(f"labeler: unexpected error: {type(exc).__name__}: {exc} "
+                           "(run with --debug for the traceback)", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.version_option(package_name="labeler", prog_name="labeler")
+def main(debug: bool) -> None:
+    """LLM-as-judge relevance labelling and trec_eval-exact NDCG.
+
+    label → reconcile → score → compare; `labeler demo` runs them all offline.
+    """
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"{__name__}.{_name}")
+
+
+def run() -> None:  # pragma: no cover - console entry point alias
+    """Entry point used by ``python -m labeler``."""
+    sys.exit(main())

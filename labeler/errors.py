@@ -1,0 +1,73 @@
+"""One exception family for everything a user can act on.
+
+Usage::
+
+    from labeler.errors import InputError
+    raise InputError("grade must be an integer 0-3, got '5'", path="h.qrels", line=12)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LabelerError(Exception):
+    """Base of all labeler errors; ``exit_code`` is what the CLI exits with."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, path: str | Path | None = None,
+                 line: int | None = None, row: int | None = None) -> None:
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.row = row
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path
+            if self.line is not None:
+                where += f", line {self.line}"
+            elif self.row is not None:
+                where += f", row {self.row}"
+            where += ": "
+        return where + self.message
+
+
+class InputError(LabelerError):
+    """Bad input file or value: names the file and the line or row (exit 2)."""
+
+    exit_code = 2
+
+
+class ConfigError(LabelerError):
+    """Bad configuration: a flag, a config key, a missing key or model (exit 2)."""
+
+    exit_code = 2
+
+
+class EndpointError(LabelerError):
+    """The LLM endpoint refused the job: unreachable, 401/403/404, bad request (exit 2)."""
+
+    exit_code = 2
+
+
+class JudgeError(LabelerError):
+    """One judgement could not be obtained (carries the reason; recorded as `failed`)."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, retryable: bool = False, attempts: int = 0,
+                 last_answer: str | None = None) -> None:
+        self.retryable = retryable
+        self.attempts = attempts
+        self.last_answer = last_answer
+        super().__init__(message)
+
+
+class DriftError(LabelerError):
+    """A scheduled run drifted past its threshold (exit 4)."""
+
+    exit_code = 4

@@ -1,0 +1,58 @@
+"""Pydantic models and column contracts shared by every stage.
+
+Usage::
+
+    from labeler.schema import Judgement, LABEL_COLUMNS
+    Judgement(grade=2, rationale="answers most of it")
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GRADES: tuple[int, ...] = (0, 1, 2, 3)
+"""The relevance scale: 3 perfectly answers, 2 highly relevant, 1 related, 0 irrelevant."""
+
+PAIR_COLUMNS: tuple[str, ...] = ("query_id", "query", "chunk_id", "chunk")
+QUERY_COLUMNS: tuple[str, ...] = ("query_id", "query")
+CORPUS_COLUMNS: tuple[str, ...] = ("chunk_id", "chunk")
+QRELS_COLUMNS: tuple[str, ...] = ("query_id", "chunk_id", "grade")
+RUN_COLUMNS: tuple[str, ...] = ("query_id", "chunk_id", "score", "system")
+LABEL_COLUMNS: tuple[str, ...] = (
+    "query_id", "chunk_id", "grade", "status", "rationale", "model", "prompt_id",
+    "attempts", "cached", "input_tokens", "output_tokens", "latency_s", "error",
+)
+"""Columns of a label record (SPEC §2), in output order; extra columns may follow."""
+
+Status = Literal["ok", "failed"]
+
+
+class Judgement(BaseModel):
+    """What a judge answers for one (query, chunk) pair; sent to the LLM as a JSON schema."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    grade: int = Field(ge=0, le=3, description="0 irrelevant, 1 related, 2 highly relevant, 3 perfect")
+    rationale: str = Field(default="", description="one or two short sentences")
+
+
+class LabelRecord(BaseModel):
+    """One output row of `labeler label` (SPEC §2)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query_id: str
+    chunk_id: str
+    grade: int | None = Field(default=None, ge=0, le=3)
+    status: Status = "ok"
+    rationale: str = ""
+    model: str = ""
+    prompt_id: str = ""
+    attempts: int = 0
+    cached: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    error: str = ""
