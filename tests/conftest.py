@@ -1,0 +1,29 @@
+"""Shared fixtures: test data paths, and an isolated environment for every test.
+
+Every test runs with no API key, no base URL and its own cache directory, so no test can
+reach the internet or a user's real cache.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+                  ) -> None:
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
+                "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path_factory.mktemp("labeler-cache")))
+    monkeypatch.setenv("NO_COLOR", "1")
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    """``tests/data``, resolved relative to this file."""
+    return DATA
