@@ -27,3 +27,12 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
 def data_dir() -> Path:
     """``tests/data``, resolved relative to this file."""
     return DATA
+
+
+@pytest.fixture
+def fake_llm():
+    """A started in-process ``FakeLLMServer`` with default settings; stopped after the test."""
+    from labeler.testing import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        yield server

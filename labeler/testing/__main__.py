@@ -1,0 +1,67 @@
+"""``python -m labeler.testing serve ...``: run the fake server in this process.
+
+Usage::
+
+    python -m labeler.testing serve --port 0 --latency 0.05 --faults '{"rate_limit": 0.1}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import threading
+
+from .app import serve_app
+from .behaviour import ANSWER_STYLES, STRUCTURED_MODES, FaultPlan
+from .server import FakeLLMServer
+
+
+def serve_forever(args: argparse.Namespace) -> None:
+    server = FakeLLMServer(args.latency, FaultPlan.from_json(args.faults), args.answer_style,
+                           args.structured, args.seed, api_key=args.api_key,
+                           models=args.models.split(",") if args.models else None,
+                           sample_noise=args.sample_noise, record=not args.no_record)
+    # it serves from this process: counters are read directly by the control endpoints
+    loop = asyncio.new_event_loop()
+    runner, port = loop.run_until_complete(serve_app(server, args.host, args.port))
+    print(f"http://{args.host}:{port}/v1", flush=True)
+    if args.watch_stdin:  # the parent's end closing (or the parent dying) stops the server
+        threading.Thread(target=lambda: (sys.stdin.read(), loop.call_soon_threadsafe(loop.stop)),
+                         daemon=True).start()
+    if args.max_seconds:
+        loop.call_later(args.max_seconds, loop.stop)
+    try:
+        loop.run_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m labeler.testing serve ...``: run the fake server in this process."""
+    parser = argparse.ArgumentParser(prog="python -m labeler.testing",
+                                     description="Fake OpenAI-compatible judge server.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve until stopped; prints the base URL first")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    serve.add_argument("--latency", type=float, default=0.0, help="seconds before answering")
+    serve.add_argument("--answer-style", choices=ANSWER_STYLES, default="json")
+    serve.add_argument("--structured", choices=STRUCTURED_MODES, default="json_schema")
+    serve.add_argument("--seed", type=int, default=0)
+    serve.add_argument("--faults", default="{}", help='FaultPlan as JSON, e.g. {"rate_limit": 0.1}')
+    serve.add_argument("--api-key", default=None, help="require this Bearer token (else 401)")
+    serve.add_argument("--models", default=None, help="comma-separated known models (else any)")
+    serve.add_argument("--sample-noise", type=float, default=0.0)
+    serve.add_argument("--no-record", action="store_true", help="do not keep request bodies")
+    serve.add_argument("--watch-stdin", action="store_true", help="exit when stdin closes")
+    serve.add_argument("--max-seconds", type=float, default=0.0, help="exit after this long")
+    args = parser.parse_args(argv)
+    serve_forever(args)
+
+
+if __name__ == "__main__":
+    main()

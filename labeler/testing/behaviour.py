@@ -1,0 +1,167 @@
+"""What the fake server answers: fault plans, answer styles, error bodies, behaviour settings.
+
+Usage::
+
+    from labeler.testing import FaultPlan
+    FaultPlan(rate_limit=0.1, retry_after=0.05).decide("prompt text", attempt=1, seed=0)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..errors import ConfigError
+
+ANSWER_STYLES = ("json", "plain", "grade_colon", "final_score", "fenced", "verbose")
+STRUCTURED_MODES = ("json_schema", "reject_json_schema_400", "reject_json_schema_500",
+                    "json_object_only", "ignore")
+FAULTS = ("rate_limit", "server_error", "unavailable", "timeout", "disconnect", "malformed",
+          "out_of_range")
+"""Random faults of a FaultPlan, in the order their rates are stacked on [0, 1)."""
+MALFORMED_ANSWER = "I think it's quite relevant"
+RATIONALE = "graded by the fake server"
+DEFAULT_MODEL = "fake-judge"
+
+_ERRORS: dict[int, tuple[str, str, str | None]] = {  # status -> (message, type, code)
+    400: ("Invalid request.", "invalid_request_error", None),
+    401: ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
+    403: ("You are not allowed to use this model.", "invalid_request_error", "forbidden"),
+    404: ("The model does not exist or you do not have access to it.",
+          "invalid_request_error", "model_not_found"),
+    429: ("Rate limit reached for requests. Please try again later.", "requests",
+          "rate_limit_exceeded"),
+    500: ("The server had an error while processing your request.", "server_error", None),
+    503: ("The engine is currently overloaded, please try again later.", "server_error",
+          "service_unavailable"),
+}
+
+
+def messages_text(messages_or_text: str | list[dict[str, Any]]) -> str:
+    """The text a grade is derived from: the messages' contents joined by newlines."""
+    if isinstance(messages_or_text, str):
+        return messages_or_text
+    parts: list[str] = []
+    for message in messages_or_text:
+        content = message.get("content") or ""
+        if isinstance(content, list):  # content parts: keep the text ones
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        parts.append(str(content))
+    return "\n".join(parts)
+
+
+def seeded_rng(*key: object) -> random.Random:
+    """A RNG seeded by a stable hash of ``key`` (independent of PYTHONHASHSEED)."""
+    digest = hashlib.sha256("\x00".join(map(str, key)).encode()).digest()
+    return random.Random(int.from_bytes(digest[:16], "big"))
+
+
+def error_body(status: int, message: str | None = None) -> dict[str, Any]:
+    """An OpenAI-shaped error body: ``{"error": {"message", "type", "param", "code"}}``."""
+    default, kind, code = _ERRORS.get(status, ("Error.", "api_error", None))
+    return {"error": {"message": message or default, "type": kind, "param": None, "code": code}}
+
+
+def render_answer(grade: int, style: str) -> str:
+    """The answer text of a judge that decided ``grade``, in one of ``ANSWER_STYLES``."""
+    as_json = json.dumps({"grade": grade, "rationale": RATIONALE})
+    return {
+        "json": as_json,
+        "plain": str(grade),
+        "grade_colon": f"Grade: {grade}",
+        "final_score": f"##final score: {grade}",
+        "fenced": f"```json\n{as_json}\n```",
+        "verbose": ("I read the chunk against the query. It is about the same subject and I "
+                    "weighed how directly it answers what was asked before deciding.\n\n"
+                    f"Final grade: {grade}"),
+    }[style]
+
+
+def logprobs_for(grade: int) -> dict[str, Any]:
+    """Top logprobs over "0".."3": 0.7 on ``grade``, the rest shared by closeness."""
+    weights = [0.0 if g == grade else 1.0 / (1 + abs(g - grade)) for g in range(4)]
+    rest = sum(weights)
+    probs = [0.7 if g == grade else 0.3 * w / rest for g, w in enumerate(weights)]
+    top = sorted(({"token": str(g), "logprob": math.log(p),
+                   "bytes": [48 + g]} for g, p in enumerate(probs)),
+                 key=lambda t: -t["logprob"])
+    return {"content": [dict(top[0], top_logprobs=top)], "refusal": None}
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """Which faults the server injects. Rates are probabilities per request (summing to ≤ 1).
+
+    ``fail_first`` makes the first N attempts of each distinct prompt answer 503; ``always``
+    answers every request with that status (e.g. 401, 404) and an OpenAI-shaped error body.
+    ``retry_after`` is the 429's Retry-After (seconds); ``timeout`` hangs ``hang_s`` seconds.
+    """
+
+    rate_limit: float = 0.0
+    server_error: float = 0.0
+    unavailable: float = 0.0
+    timeout: float = 0.0
+    disconnect: float = 0.0
+    malformed: float = 0.0
+    out_of_range: float = 0.0
+    retry_after: float = 0.1
+    hang_s: float = 30.0
+    fail_first: int = 0
+    always: int | None = None
+
+    def __post_init__(self) -> None:
+        rates = [getattr(self, name) for name in FAULTS]
+        if any(not 0.0 <= r <= 1.0 for r in rates) or sum(rates) > 1.0 + 1e-9:
+            raise ConfigError(f"fault rates must be in [0, 1] and sum to at most 1, got "
+                              f"{dict(zip(FAULTS, rates))}")
+        if self.always is not None and not 400 <= self.always <= 599:
+            raise ConfigError(f"FaultPlan.always must be an HTTP error status, got {self.always}")
+
+    def decide(self, text: str, attempt: int, seed: int = 0) -> str | None:
+        """The fault for this prompt's ``attempt`` (1-based), or None to answer normally."""
+        if attempt <= self.fail_first:
+            return "fail_first"
+        u = seeded_rng(seed, "fault", attempt, text).random()
+        edge = 0.0
+        for name in FAULTS:
+            edge += getattr(self, name)
+            if u < edge:
+                return name
+        return None
+
+    @classmethod
+    def from_json(cls, text: str) -> FaultPlan:
+        """Parse ``{"rate_limit": 0.1, ...}`` (the ``serve --faults`` argument)."""
+        data = json.loads(text or "{}")
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ConfigError(f"unknown FaultPlan fields: {sorted(unknown)}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    latency: float
+    faults: FaultPlan
+    answer_style: str
+    structured: str
+    seed: int
+    grade_fn: Callable[[str], int] | None
+    api_key: str | None
+    models: tuple[str, ...] | None
+    sample_noise: float
+    record: bool
+
+    def __post_init__(self) -> None:
+        if self.answer_style not in ANSWER_STYLES:
+            raise ConfigError(f"answer_style must be one of {ANSWER_STYLES}, "
+                              f"got {self.answer_style!r}")
+        if self.structured not in STRUCTURED_MODES:
+            raise ConfigError(f"structured must be one of {STRUCTURED_MODES}, "
+                              f"got {self.structured!r}")
+

@@ -1,0 +1,204 @@
+"""``FakeLLMServer``: start/stop the fake OpenAI-compatible server in a thread or a subprocess.
+
+Usage::
+
+    with FakeLLMServer(latency=0.05, faults=FaultPlan(server_error=0.1)) as srv:
+        AsyncOpenAI(base_url=srv.base_url, api_key="test", max_retries=0)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, fields, replace
+from typing import Any
+
+from ..errors import ConfigError
+from .app import Handler, serve_app
+from .behaviour import Behaviour, FaultPlan, messages_text
+
+
+class FakeLLMServer:
+    """An OpenAI-compatible server on 127.0.0.1 answering deterministic grades, with faults.
+
+    Usage::
+
+        with FakeLLMServer(answer_style="plain", faults=FaultPlan(fail_first=1)) as srv:
+            ...  # point any OpenAI client at srv.base_url
+    """
+
+    def __init__(self, latency: float = 0.0, faults: FaultPlan | None = None,
+                 answer_style: str = "json", structured: str = "json_schema", seed: int = 0,
+                 grade_fn: Callable[[str], int] | None = None, api_key: str | None = None,
+                 in_process: bool = True, *, models: list[str] | None = None,
+                 sample_noise: float = 0.0, record: bool = True) -> None:
+        if grade_fn is not None and not in_process:
+            raise ConfigError("grade_fn needs in_process=True (a function cannot cross "
+                              "into the server subprocess)")
+        self._b = Behaviour(latency, faults or FaultPlan(), answer_style, structured, seed,
+                             grade_fn, api_key, tuple(models) if models else None,
+                             sample_noise, record)
+        self.in_process = in_process
+        self.base_url = ""
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._requests: list[dict[str, Any]] = []
+        self._attempts: dict[str, int] = {}
+        self._handler = Handler(self)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._proc: subprocess.Popen[str] | None = None
+
+    # -- the grade ------------------------------------------------------------------------
+    @staticmethod
+    def grade_for(messages_or_text: str | list[dict[str, Any]]) -> int:
+        """The default grade: sha256 of the messages' text (see ``messages_text``) mod 4."""
+        text = messages_text(messages_or_text)
+        return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") % 4
+
+    def _grade(self, b: Behaviour, text: str) -> int:
+        return int(b.grade_fn(text)) if b.grade_fn else self.grade_for(text)
+
+    def _next_attempt(self, text: str) -> int:
+        with self._lock:
+            self._attempts[text] = self._attempts.get(text, 0) + 1
+            return self._attempts[text]
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def calls(self) -> int:
+        """Chat completion requests received (all of them, faulted ones included)."""
+        return self._calls if self.in_process else self._control("GET", "state")["calls"]
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Recorded requests: dicts of body, headers, status, fault, grade, attempt, ..."""
+        if self.in_process:
+            with self._lock:
+                return list(self._requests)
+        return self._control("GET", "state?requests=1")["requests"]
+
+    def reset(self) -> None:
+        """Forget calls, recorded requests and attempt counts."""
+        if not self.in_process:
+            self._control("POST", "reset")
+            return
+        with self._lock:
+            self._calls, self._requests, self._attempts = 0, [], {}
+
+    def set(self, **changes: Any) -> None:
+        """Change behaviour while running: latency, faults, answer_style, structured, ..."""
+        if "faults" in changes and isinstance(changes["faults"], dict):
+            changes["faults"] = FaultPlan(**changes["faults"])
+        if "models" in changes and changes["models"] is not None:
+            changes["models"] = tuple(changes["models"])
+        if not self.in_process:
+            if "grade_fn" in changes:
+                raise ConfigError("grade_fn needs in_process=True")
+            if isinstance(changes.get("faults"), FaultPlan):
+                changes["faults"] = asdict(changes["faults"])
+            self._control("POST", "set", changes)
+            return
+        unknown = set(changes) - {f.name for f in fields(Behaviour)}
+        if unknown:
+            raise ConfigError(f"unknown FakeLLMServer settings: {sorted(unknown)}")
+        self._b = replace(self._b, **changes)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> FakeLLMServer:
+        """Start serving (idempotent); returns self."""
+        if self.base_url:
+            return self
+        if self.in_process:
+            self._start_thread()
+        else:
+            self._start_subprocess()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release the port."""
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop = self._thread = None
+        if self._proc is not None:
+            self._proc.stdin.close()  # type: ignore[union-attr]  # the server exits on EOF
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.terminate()
+                self._proc.wait(timeout=5)
+            self._proc = None
+        self.base_url = ""
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _start_thread(self) -> None:
+        loop = asyncio.new_event_loop()
+        ready: list[Any] = []
+        started = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                runner, port = loop.run_until_complete(serve_app(self, "127.0.0.1", 0))
+                ready.append(port)
+            except BaseException as exc:  # reported to start()
+                ready.append(exc)
+                started.set()
+                return
+            started.set()
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="fake-llm-server", daemon=True)
+        self._thread.start()
+        started.wait(timeout=30)
+        if not ready or isinstance(ready[0], BaseException):
+            raise RuntimeError(f"fake LLM server did not start: {ready[0] if ready else ''}")
+        self._loop = loop
+        self.base_url = f"http://127.0.0.1:{ready[0]}/v1"
+
+    def _start_subprocess(self) -> None:
+        b = self._b
+        cmd = [sys.executable, "-m", "labeler.testing", "serve", "--port", "0",
+               "--latency", str(b.latency), "--answer-style", b.answer_style,
+               "--structured", b.structured, "--seed", str(b.seed),
+               "--faults", json.dumps(asdict(b.faults)), "--sample-noise", str(b.sample_noise),
+               "--watch-stdin"]
+        if b.api_key is not None:
+            cmd += ["--api-key", b.api_key]
+        if b.models:
+            cmd += ["--models", ",".join(b.models)]
+        if not b.record:
+            cmd += ["--no-record"]
+        err = tempfile.TemporaryFile(mode="w+")
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=err, text=True)
+        line = self._proc.stdout.readline().strip()  # type: ignore[union-attr]
+        if not line.startswith("http://"):
+            self._proc.wait(timeout=5)
+            err.seek(0)
+            raise RuntimeError(f"fake LLM server subprocess did not start: {err.read()[-2000:]}")
+        self.base_url = line
+
+    def _control(self, method: str, path: str, data: dict[str, Any] | None = None) -> Any:
+        url = self.base_url.removesuffix("/v1") + "/_fake/" + path
+        body = json.dumps(data or {}).encode() if method == "POST" else None
+        req = urllib.request.Request(url, data=body, method=method,
+                                     headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 (loopback only)
+            return json.loads(resp.read())
+
