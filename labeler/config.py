@@ -1,0 +1,230 @@
+"""The ``labeler run`` configuration: one TOML file, validated by pydantic.
+
+Relative paths are resolved against the directory of the config file; unknown keys are
+refused; every error names the key's path (``judge.concurrency: Input should be greater
+than 0``). The API key is never in the file: ``judge.api_key_env`` names the environment
+variable that holds it.
+
+Usage::
+
+    from labeler.config import load_config
+    cfg = load_config("nightly.toml")
+    cfg.judge.model, cfg.inputs.runs, cfg.k
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
+
+from .errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["Config", "DriftConfig", "HumanConfig", "InputsConfig", "JudgeConfig",
+           "config_hash", "load_config", "parse_config"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InputsConfig(_Section):
+    """What to label: a pairs file, or queries + corpus + runs pooled to ``depth``.
+
+    ``runs`` (paths or glob patterns) are also what gets scored; they may accompany ``pairs``.
+    """
+
+    pairs: Path | None = None
+    queries: Path | None = None
+    corpus: Path | None = None
+    runs: list[str] = Field(default_factory=list)
+    depth: int = Field(default=10, gt=0, description="pool the top `depth` of each run")
+
+    @field_validator("runs", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _pairs_or_pool(self) -> InputsConfig:
+        pooling = [name for name in ("queries", "corpus") if getattr(self, name) is not None]
+        if self.pairs is not None and pooling:
+            raise ValueError("give either `pairs` or `queries` + `corpus` + `runs`, not both")
+        if self.pairs is None:
+            missing = [name for name in ("queries", "corpus") if getattr(self, name) is None]
+            if not self.runs:
+                missing.append("runs")
+            if missing:
+                raise ValueError("give `pairs`, or `queries`, `corpus` and `runs` to pool "
+                                 f"from (missing: {', '.join(missing)})")
+        return self
+
+
+class JudgeConfig(_Section):
+    """The LLM judge. ``model = "lexical"`` is the offline baseline (no endpoint, no key)."""
+
+    model: str = Field(min_length=1)
+    base_url: str | None = Field(default=None, description="else $OPENAI_BASE_URL")
+    api_key_env: str = Field(default="OPENAI_API_KEY",
+                             description="the NAME of the variable holding the key")
+    prompt: str = Field(default="default", min_length=1,
+                        description="a prompt name from prompts/, or a template file")
+    concurrency: int = Field(default=8, gt=0)
+    rpm: int | None = Field(default=None, gt=0)
+    tpm: int | None = Field(default=None, gt=0)
+    max_retries: int = Field(default=5, ge=0)
+    timeout: float = Field(default=60.0, gt=0)
+    samples: int = Field(default=1, gt=0)
+    temperature: float | None = Field(default=None, ge=0, le=2,
+                                      description="else 0, or 0.7 when samples > 1")
+    max_tokens: int = Field(default=200, gt=0, description="bound on each answer's length")
+    api_version: str | None = Field(default=None, description="Azure OpenAI API version")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _not_a_key(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", value):
+            raise ValueError("api_key_env is the NAME of an environment variable "
+                             "(e.g. OPENAI_API_KEY), never the key itself")
+        return value
+
+
+class HumanConfig(_Section):
+    """An optional human sample: agreement, merged labels, human-vs-LLM comparison."""
+
+    qrels: Path
+    calibrate: bool = False
+    grade_map: dict[str, int] | None = Field(
+        default=None, description='map raw human grades, e.g. {"-1" = 0, "4" = 3}')
+
+
+class DriftConfig(_Section):
+    """When a run counts as drifted from the previous one in the same output directory."""
+
+    max_changed_share: float = Field(
+        default=0.05, ge=0, le=1,
+        description="share of pairs judged in both runs whose LLM grade changed")
+    max_ndcg_delta: float = Field(
+        default=0.02, ge=0, description="largest |change| of a run's mean NDCG@k (LLM labels)")
+
+
+class Config(_Section):
+    """A whole ``labeler run`` job. Paths are absolute once loaded by :func:`load_config`."""
+
+    inputs: InputsConfig
+    judge: JudgeConfig
+    human: HumanConfig | None = None
+    drift: DriftConfig = Field(default_factory=DriftConfig)
+    out_dir: Path = Path("labeler-runs")
+    cache_dir: Path | None = Field(default=None, description="else $LABELER_CACHE_DIR")
+    cache: bool = True
+    k: list[int] = Field(default_factory=lambda: [10],
+                         description="NDCG cut-offs; the first is the one compared and reported")
+    title: str | None = None
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, int) else value
+
+    @field_validator("k")
+    @classmethod
+    def _k_positive(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("give at least one cut-off, e.g. k = [10]")
+        if any(k <= 0 for k in value):
+            raise ValueError("every k must be greater than 0")
+        return list(dict.fromkeys(value))
+
+    def resolved(self, base_dir: str | Path) -> Config:
+        """A copy with every relative path made absolute against ``base_dir``."""
+        base = Path(base_dir).resolve()
+
+        def fix(p: Path | None) -> Path | None:
+            return None if p is None else (base / p.expanduser()).resolve()
+
+        inputs = self.inputs.model_copy(update={
+            "pairs": fix(self.inputs.pairs), "queries": fix(self.inputs.queries),
+            "corpus": fix(self.inputs.corpus),
+            "runs": [str(p) for pattern in self.inputs.runs for p in _expand(base, pattern)],
+        })
+        judge = self.judge
+        if ("/" in judge.prompt or "\\" in judge.prompt or Path(judge.prompt).suffix):
+            judge = judge.model_copy(update={"prompt": str(fix(Path(judge.prompt)))})
+        human = (None if self.human is None
+                 else self.human.model_copy(update={"qrels": fix(self.human.qrels)}))
+        return self.model_copy(update={
+            "inputs": inputs, "judge": judge, "human": human, "out_dir": fix(self.out_dir),
+            "cache_dir": fix(self.cache_dir),
+        })
+
+
+def _expand(base: Path, pattern: str) -> list[Path]:
+    """A run path, or a glob pattern (sorted matches); a pattern matching nothing is an error."""
+    full = base / Path(pattern).expanduser()
+    if not glob.has_magic(pattern):
+        return [full.resolve()]
+    matches = sorted(Path(p).resolve() for p in glob.glob(str(full)))
+    if not matches:
+        raise ConfigError(f"inputs.runs: the pattern '{pattern}' matches no file")
+    return matches
+
+
+def _format_errors(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check its spelling and section)"
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts)
+
+
+def parse_config(data: dict[str, Any], *, source: str | Path = "<config>",
+                 base_dir: str | Path | None = None) -> Config:
+    """Validate a config mapping; paths are resolved against ``base_dir`` when given."""
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc), path=source) from None
+    if base_dir is None:
+        return cfg
+    try:
+        return cfg.resolved(base_dir)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, path=source) from None
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a TOML config; relative paths are resolved against its directory."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError("no such config file", path=p)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML ({exc})", path=p) from None
+    except UnicodeDecodeError:
+        raise ConfigError("not a UTF-8 text file", path=p) from None
+    return parse_config(data, source=p, base_dir=p.parent)
+
+
+def config_hash(cfg: Config) -> str:
+    """``sha256:`` + 16 hex digits of the canonical JSON of the config, output directory
+    left out (it does not change a label or a score)."""
+    canon = json.dumps(cfg.model_dump(mode="json", exclude={"out_dir"}), sort_keys=True,
+                       separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()[:16]
