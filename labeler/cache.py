@@ -1,0 +1,109 @@
+"""The verdict cache: a diskcache (SQLite) directory keyed by what changes the answer.
+
+The key is the SHA-256 of the canonical JSON (sorted keys, no spaces) of a judge's
+``cache_material`` — model, prompt text, rendered messages, sampling parameters, vote
+index. The value is the verdict only (grade, rationale, tokens, expected grade): never
+a key, never headers. Only successes are stored, each as soon as it is judged, so a job
+killed at any point loses only what was in flight. Several processes may share one
+directory at the same time (SQLite locking).
+
+Usage::
+
+    from labeler.cache import LabelCache
+    with LabelCache("~/.cache/labeler") as cache:
+        key = cache.key(judge.cache_material(query, chunk))
+        verdict = cache.get(key)          # None when not cached
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import diskcache
+
+from .errors import ConfigError
+from .judges.base import Verdict
+
+ENV_VAR = "LABELER_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """``$LABELER_CACHE_DIR``, else ``$XDG_CACHE_HOME/labeler``, else ``~/.cache/labeler``."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "labeler"
+
+
+def cache_key(material: dict[str, Any]) -> str:
+    """SHA-256 hex digest of the canonical JSON of ``material``."""
+    text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class LabelCache:
+    """Verdicts on disk (see module docstring). Thread- and process-safe."""
+
+    key = staticmethod(cache_key)
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.directory = Path(directory).expanduser() if directory else default_cache_dir()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            # Never evict: labels cost money. SQLite waits up to 60 s for another writer.
+            self._store = diskcache.Cache(str(self.directory), eviction_policy="none",
+                                          timeout=60, size_limit=2**62)
+        except (OSError, diskcache.Timeout) as exc:
+            raise ConfigError(f"cannot open the cache directory ({exc}); pass --cache-dir "
+                              "DIR or --no-cache", path=self.directory) from None
+
+    def get(self, key: str) -> Verdict | None:
+        """The cached verdict for ``key``, or ``None``."""
+        value = self._store.get(key)
+        return Verdict.from_cache(value) if isinstance(value, dict) else None
+
+    def get_many(self, keys: Iterable[str]) -> list[Verdict | None]:
+        """:meth:`get` for many keys, in order."""
+        get = self._store.get
+        out: list[Verdict | None] = []
+        for key in keys:
+            value = get(key)
+            out.append(Verdict.from_cache(value) if isinstance(value, dict) else None)
+        return out
+
+    def set(self, key: str, verdict: Verdict) -> None:
+        """Store a successful verdict (committed at once)."""
+        self._store.set(key, verdict.to_cache())
+
+    def set_many(self, items: Iterable[tuple[str, Verdict]]) -> int:
+        """Store many verdicts in one transaction; returns how many."""
+        n = 0
+        with self._store.transact():
+            for key, verdict in items:
+                self._store.set(key, verdict.to_cache())
+                n += 1
+        return n
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._store
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def close(self) -> None:
+        """Close the SQLite connections."""
+        self._store.close()
+
+    def __enter__(self) -> LabelCache:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

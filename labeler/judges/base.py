@@ -1,0 +1,142 @@
+"""The judge interface every backend implements, and the offline lexical adapter.
+
+A judge turns one (query, chunk) pair into a :class:`Verdict`. It raises
+:class:`RetryableError` (or a retryable :class:`~labeler.errors.JudgeError`) for what is
+worth asking again, a non-retryable ``JudgeError`` for a pair that cannot be judged, and
+:class:`~labeler.errors.EndpointError` for what stops the whole job (bad key, bad model).
+The stage (:mod:`labeler.label`) owns retries, caching, concurrency and rate limits.
+
+Usage::
+
+    from labeler.judges.base import LexicalJudgeAdapter
+    judge = LexicalJudgeAdapter()
+    verdict = await judge.judge("what is a qrel", "A qrel is a relevance judgement.")
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..errors import JudgeError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+LEXICAL_MODEL = "lexical-baseline"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One answer of a judge for one pair (one vote when sampling)."""
+
+    grade: int
+    rationale: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    expected_grade: float | None = None
+    raw: str = ""
+
+    def to_cache(self) -> dict[str, Any]:
+        """The cached form: plain values only (never headers, never a key)."""
+        out = asdict(self)
+        out.pop("raw")
+        return out
+
+    @classmethod
+    def from_cache(cls, value: dict[str, Any]) -> Verdict:
+        """Rebuild a verdict stored by :meth:`to_cache`."""
+        return cls(grade=int(value["grade"]), rationale=str(value.get("rationale", "")),
+                   input_tokens=int(value.get("input_tokens", 0)),
+                   output_tokens=int(value.get("output_tokens", 0)),
+                   expected_grade=value.get("expected_grade"))
+
+
+class RetryableError(JudgeError):
+    """A transient failure (429, 5xx, timeout, connection): ask again after ``retry_after``."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message, retryable=True)
+        self.retry_after = retry_after
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """What the labelling stage needs from a judge.
+
+    ``cacheable`` says whether verdicts are worth caching (an LLM: yes; the instant
+    lexical baseline: no). ``offline`` judges need no preflight and no rate limits.
+    ``calls`` counts the HTTP requests made so far (0 for offline judges).
+    """
+
+    model: str
+    prompt_id: str
+    samples: int
+    cacheable: bool
+    offline: bool
+    calls: int
+
+    def cache_material(self, query: str, chunk: str, sample: int = 0) -> dict[str, Any]:
+        """Everything that changes the answer (model, prompt, messages, sampling params)."""
+        ...
+
+    def estimate_tokens(self, query: str, chunk: str) -> int:
+        """A rough count of the tokens one call uses (for ``--tpm``), before the call."""
+        ...
+
+    async def judge(self, query: str, chunk: str, sample: int = 0) -> Verdict:
+        """Judge one pair (one vote ``sample`` of ``samples``)."""
+        ...
+
+    async def preflight(self) -> None:
+        """Raise :class:`~labeler.errors.EndpointError` fast if the endpoint is unusable."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+class LexicalJudgeAdapter:
+    """The offline lexical-overlap baseline behind the :class:`Judge` interface.
+
+    Usage::
+
+        judge = LexicalJudgeAdapter()
+        judge.judge_frame(pairs_df)   # vectorised: query_id, chunk_id, grade, rationale
+    """
+
+    model = LEXICAL_MODEL
+    prompt_id = LEXICAL_MODEL
+    samples = 1
+    cacheable = False
+    offline = True
+    calls = 0
+
+    def __init__(self) -> None:
+        from .lexical import LexicalJudge
+
+        self._judge = LexicalJudge()
+
+    def cache_material(self, query: str, chunk: str, sample: int = 0) -> dict[str, Any]:
+        return {"model": self.model, "query": query, "chunk": chunk}
+
+    def estimate_tokens(self, query: str, chunk: str) -> int:
+        return 0
+
+    async def judge(self, query: str, chunk: str, sample: int = 0) -> Verdict:
+        j = self._judge.judge_text(query, chunk)
+        return Verdict(grade=int(j.grade), rationale=j.rationale)
+
+    def judge_frame(self, pairs: pd.DataFrame) -> pd.DataFrame:
+        """Grade every pair at once: ``grade`` and ``rationale`` aligned with ``pairs``."""
+        out = self._judge.grade_frame(pairs)
+        if "rationale" not in out.columns:
+            out = out.assign(rationale="")
+        return out.reset_index(drop=True)
+
+    async def preflight(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
