@@ -22,6 +22,7 @@ from ..errors import LabelerError
 
 # Sub-command modules; each defines click commands and adds them to ``main``.
 COMMAND_MODULES: tuple[str, ...] = (
+    "score_cmd",
 )
 
 

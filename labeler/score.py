@@ -1,0 +1,261 @@
+"""NDCG@k, trec_eval-exact: on a list of grades (seed 003) and on qrels + runs (SPEC §6).
+
+DCG = Σ gain(rel_i) / log2(i + 1), positions from 1; linear gain (``rel``) by default,
+exponential (``2**rel - 1``) on request. :func:`evaluate` follows trec_eval's ``ndcg_cut``:
+ranking by score descending then chunk id descending (byte order), unjudged chunks count 0,
+IDCG from every judged chunk of the query (or, with ``ideal="run"``, from the retrieved list
+re-sorted). Queries of the run whose IDCG is 0 are left out of the mean and counted.
+
+Usage::
+
+    from labeler import score
+    score.ndcg_at_k([3, 2, 3, 0, 1], k=5)                     # 0.972364
+    res = score.evaluate("human.qrels", "bm25.run", k=[5, 10])
+    res.mean("bm25", 10); res.summary; res.to_dict()
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from . import io
+from ._ndcg import KernelOut, QrelsArrays, RunArrays, as_arrow_strings, discounts, gain_of, kernel
+from .errors import ConfigError
+
+Gain = Literal["linear", "exponential"]
+Ideal = Literal["qrels", "run"]
+GAINS = ("linear", "exponential")
+IDEALS = ("qrels", "run")
+PER_QUERY_COLUMNS = ["system", "query_id", "k", "ndcg", "dcg", "idcg", "judged_at_k"]
+SUMMARY_COLUMNS = ["system", "k", "mean", "median", "n_queries", "n_empty", "judged_share",
+                   "n_not_in_qrels"]
+
+
+# --------------------------------------------------------------------------- lists of grades
+
+def dcg(rels: Sequence[float], k: int | None = None, gain: Gain = "linear") -> float:
+    """Discounted cumulative gain of grades in rank order, cut at ``k`` (all if ``None``).
+
+    Usage: ``score.dcg([3, 0, 2])`` → ``4.0``.
+    """
+    _check_gain(gain)
+    values = np.asarray(list(rels), dtype=np.float64)
+    if k is not None:
+        values = values[:_check_k(k)]
+    if values.size == 0:
+        return 0.0
+    return float(np.sum(gain_of(values, gain) / discounts(values.size)))
+
+
+def ndcg_at_k(ranked_rels: Sequence[float], k: int, gain: Gain = "linear",
+              ideal_rels: Sequence[float] | None = None) -> float:
+    """NDCG@k of grades in rank order; IDCG 0 gives 0.0 (seed 003).
+
+    The ideal is ``ranked_rels`` sorted descending, unless ``ideal_rels`` (e.g. every judged
+    grade of the query, trec_eval's convention) is given.
+
+    Usage: ``score.ndcg_at_k([1, 3, 1, 0, 0], 5, ideal_rels=[3, 1, 1, 0, 0])`` → 0.821314.
+    """
+    k = _check_k(k)
+    pool = list(ranked_rels if ideal_rels is None else ideal_rels)
+    ideal = dcg(sorted(pool, reverse=True), k, gain)
+    if ideal == 0:
+        return 0.0
+    return dcg(ranked_rels, k, gain) / ideal
+
+
+# --------------------------------------------------------------------------- result
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """NDCG@k of one or more runs: ``per_query`` and ``summary`` DataFrames, renderers.
+
+    Usage: ``res.mean("bm25", 10)``, ``res.to_dict()`` (SPEC §3 JSON), ``res.to_markdown()``.
+    """
+
+    per_query: pd.DataFrame
+    summary: pd.DataFrame
+    ks: list[int]
+    gain: str = "linear"
+    ideal: str = "qrels"
+    include_empty: bool = False
+    systems: list[str] = field(default_factory=list)
+
+    def mean(self, system: str, k: int | None = None) -> float:
+        """Mean NDCG@k of ``system`` (``k`` defaults to the first k scored)."""
+        return float(self._summary_row(system, k)["mean"])
+
+    def median(self, system: str, k: int | None = None) -> float:
+        """Median NDCG@k of ``system``."""
+        return float(self._summary_row(system, k)["median"])
+
+    def _summary_row(self, system: str, k: int | None) -> pd.Series:
+        k = self.ks[0] if k is None else int(k)
+        rows = self.summary[(self.summary["system"] == system) & (self.summary["k"] == k)]
+        if rows.empty:
+            raise KeyError(f"no score for system {system!r} at k={k}; have systems "
+                           f"{self.systems} and k {self.ks}")
+        return rows.iloc[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The SPEC §3 ``--json`` object: ``{"k": [...], "runs": {tag: {"ndcg@k": {...}}}}``."""
+        runs: dict[str, Any] = {}
+        pq = self.per_query
+        for (system, k), part in pq.groupby(["system", "k"], sort=False):
+            row = self._summary_row(str(system), int(k))
+            kept = part.loc[part["ndcg"].notna()]
+            runs.setdefault(str(system), {})[f"ndcg@{int(k)}"] = {
+                "mean": _num(row["mean"]),
+                "median": _num(row["median"]),
+                "n_queries": int(row["n_queries"]),
+                "per_query": dict(zip(kept["query_id"].tolist(), kept["ndcg"].tolist())),
+                "n_empty": int(row["n_empty"]),
+                "n_not_in_qrels": int(row["n_not_in_qrels"]),
+                "judged_share": _num(row["judged_share"]),
+            }
+        return {"k": list(self.ks), "runs": runs}
+
+    def to_markdown(self) -> str:
+        """A readable Markdown table: one line per run and k."""
+        lines = ["| run | k | mean NDCG@k | median | queries | IDCG 0 (left out) | judged share |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for row in self.summary.itertuples(index=False):
+            lines.append(f"| {row.system} | {row.k} | {_fmt(row.mean)} | {_fmt(row.median)} | "
+                         f"{row.n_queries} | {row.n_empty} | {_fmt(row.judged_share)} |")
+        note = ("IDCG-0 queries counted as 0" if self.include_empty
+                else "queries with no relevant judged chunk left out of mean and median")
+        lines.append("")
+        lines.append(f"gain {self.gain}, ideal from the {self.ideal}; {note}.")
+        return "\n".join(lines)
+
+
+def _num(x: Any) -> float | None:
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def _fmt(x: float) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4f}"
+
+
+# --------------------------------------------------------------------------- evaluate
+
+def evaluate(qrels: Any, run: Any, k: int | Sequence[int] = 10, gain: Gain = "linear",
+             ideal: Ideal = "qrels", include_empty: bool = False) -> ScoreResult:
+    """NDCG@k of every run in ``run`` against ``qrels`` (trec_eval ``ndcg_cut``).
+
+    ``qrels``/``run``: a DataFrame, a path or ``{qid: {docid: grade|score}}``; ``run`` may hold
+    several systems (its ``system`` column). ``include_empty`` counts queries of the run that
+    are judged but have no relevant chunk as 0 (trec_eval's mean). Inputs are not modified.
+
+    Usage: ``res = score.evaluate(qrels_df, run_df, k=[5, 10]); res.summary``
+    """
+    ks, gain, ideal = _check_options(k, gain, ideal)
+    return _evaluate_frames(io.as_qrels(qrels), io.as_run(run), ks, gain, ideal,
+                            bool(include_empty))
+
+
+def evaluate_files(qrels: str | os.PathLike[str], runs: Sequence[str | os.PathLike[str]],
+                   k: int | Sequence[int] = 10, gain: Gain = "linear", ideal: Ideal = "qrels",
+                   include_empty: bool = False, fmt: str | None = None,
+                   grade_map: Mapping[str, int] | None = None) -> ScoreResult:
+    """:func:`evaluate` on files (what ``labeler score`` runs): one qrels file, run files.
+
+    Each run is named by its TREC tag, else its ``system`` column, else its file's stem.
+
+    Usage: ``score.evaluate_files("human.qrels", ["bm25.run", "dense.run"], k=[5, 10])``
+    """
+    ks, gain, ideal = _check_options(k, gain, ideal)
+    q = io.read_qrels(qrels, fmt, grade_map)
+    r = io.read_runs(list(runs), fmt)
+    return _evaluate_frames(q, r, ks, gain, ideal, bool(include_empty))
+
+
+def _check_options(k: int | Sequence[int], gain: str, ideal: str
+                   ) -> tuple[list[int], str, str]:
+    _check_gain(gain)
+    if ideal not in IDEALS:
+        raise ConfigError(f"ideal must be one of {', '.join(IDEALS)}, got {ideal!r}")
+    raw = [k] if isinstance(k, (int, np.integer)) else list(k)
+    if not raw:
+        raise ConfigError("give at least one cutoff k")
+    ks: list[int] = []
+    for value in raw:
+        value = _check_k(value)
+        if value not in ks:
+            ks.append(value)
+    return ks, gain, ideal
+
+
+def _check_gain(gain: str) -> None:
+    if gain not in GAINS:
+        raise ConfigError(f"gain must be one of {', '.join(GAINS)}, got {gain!r}")
+
+
+def _check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def _evaluate_frames(qrels: pd.DataFrame, run: pd.DataFrame, ks: list[int], gain: str,
+                     ideal: str, include_empty: bool) -> ScoreResult:
+    """Score validated frames (``io`` conventions) without copying them."""
+    run_arrays = RunArrays(system=run["system"], query=run["query_id"],
+                           chunk=as_arrow_strings(run["chunk_id"]),
+                           score=run["score"].to_numpy(dtype=np.float64))
+    qrels_arrays = QrelsArrays(query=qrels["query_id"],
+                               chunk=as_arrow_strings(qrels["chunk_id"]),
+                               grade=qrels["grade"].to_numpy(dtype=np.int64))
+    out = kernel(run_arrays, qrels_arrays, ks, gain, ideal)
+    per_query = _per_query(out, ks, include_empty)
+    summary = _summary(per_query, out, ks)
+    systems = list(dict.fromkeys(out.systems.tolist()))
+    return ScoreResult(per_query=per_query, summary=summary, ks=list(ks), gain=gain,
+                       ideal=ideal, include_empty=include_empty, systems=systems)
+
+
+def _per_query(out: KernelOut, ks: list[int], include_empty: bool) -> pd.DataFrame:
+    ng, nk = out.dcg.shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ndcg = np.where(out.idcg > 0, out.dcg / out.idcg, np.nan)
+    if include_empty:
+        ndcg = np.where((out.idcg == 0) & out.in_qrels[:, None], 0.0, ndcg)
+    return pd.DataFrame({
+        "system": pd.array(np.repeat(out.systems, nk), dtype="str"),
+        "query_id": pd.array(np.repeat(out.queries, nk), dtype="str"),
+        "k": np.tile(np.asarray(ks, dtype=np.int64), ng),
+        "ndcg": ndcg.ravel(),
+        "dcg": out.dcg.ravel(),
+        "idcg": out.idcg.ravel(),
+        "judged_at_k": out.judged.ravel(),
+    })
+
+
+def _summary(per_query: pd.DataFrame, out: KernelOut, ks: list[int]) -> pd.DataFrame:
+    nk = len(ks)
+    empty = (out.idcg == 0).ravel()
+    missing = np.repeat(~out.in_qrels, nk)
+    frame = per_query.assign(_empty=empty, _missing=missing)
+    grouped = frame.groupby(["system", "k"], sort=False)
+    summary = grouped.agg(mean=("ndcg", "mean"), median=("ndcg", "median"),
+                          n_queries=("ndcg", "count"), n_empty=("_empty", "sum"),
+                          judged_share=("judged_at_k", "mean"),
+                          n_not_in_qrels=("_missing", "sum")).reset_index()
+    order = {k: i for i, k in enumerate(ks)}
+    summary["_order"] = summary["k"].map(order)
+    summary = summary.sort_values(["_order"], kind="stable")
+    systems = list(dict.fromkeys(out.systems.tolist()))
+    summary["_sys"] = summary["system"].map({s: i for i, s in enumerate(systems)})
+    summary = summary.sort_values(["_sys", "_order"], kind="stable").drop(columns=["_order",
+                                                                                     "_sys"])
+    for col in ("n_queries", "n_empty", "n_not_in_qrels"):
+        summary[col] = summary[col].astype(np.int64)
+    return summary[SUMMARY_COLUMNS].reset_index(drop=True)
