@@ -1,0 +1,216 @@
+"""The tolerant answer parser: one grade 0–3 out of whatever a judge wrote, or a JudgeError.
+
+Reads, in order: a JSON object (bare, in a ```json fence, or inside prose) with a ``grade`` /
+``score`` / ``relevance`` / ``rating`` key; a labelled grade ("Grade: 2", "##final score: 2",
+"Relevance: 3/3"; a "final" label wins over others); a line holding only a number ("**2**");
+and last, the one number in the text. Scale mentions ("0-3", "out of 3", "/3") are not grades.
+Two different grades, no grade, or a grade outside 0–3 raise ``JudgeError(retryable=True)``:
+the parser never guesses and never defaults to 0.
+
+Usage::
+
+    from labeler.judges.parse import parse_answer, expected_grade
+    parse_answer('```json\\n{"grade": 2, "rationale": "partly"}\\n```').grade   # 2
+    expected_grade([{"token": "2", "logprob": -0.1}, {"token": "3", "logprob": -2.4}])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import JudgeError
+from ..schema import GRADES, Judgement
+
+GRADE_KEYS = ("grade", "score", "relevance", "relevance_score", "relevance_grade", "rating",
+              "final_score", "label")
+RATIONALE_KEYS = ("rationale", "reason", "reasoning", "explanation", "justification")
+MAX_RATIONALE = 500
+
+_NUM = r"-?\d+(?:\.\d+)?"
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.S)
+_SCALE = re.compile(r"\(?\b(?:between\s+)?0\s*(?:-|–|—|to|and|\.\.)\s*3\b\)?(?:\s*scale)?"
+                    r"|(?<=\d)\s*(?:/|out\s+of)\s*3(?:\.0)?\b", re.I)
+_LABEL = re.compile(
+    r"\b(?P<label>final\s+(?:relevance\s+)?(?:score|grade|answer|rating|judgement|judgment)"
+    r"|relevance\s+(?:score|grade|label|rating)|grade|score|relevance|rating|label)"
+    r"(?:\s*(?:is|=|:|of|[-–](?=\s)))?\s*:?\s*\(?\s*(?P<num>" + _NUM + r")(?![\d.]*\d)"
+    r"(?P<alt>\s*(?:or|to|-|–|/|,|and)\s*" + _NUM + r")?",
+    re.I)
+_LONE = re.compile(r"^[\s*_`#>:.()\[\]]*(" + _NUM + r")[\s*_`#:.()\[\]]*$")
+_ANY_NUM = re.compile(r"(?<![\w.])" + _NUM + r"(?![\w]|\.\d)")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "(truncated)"
+
+
+def _fail(reason: str, text: str) -> JudgeError:
+    return JudgeError(reason, retryable=True, last_answer=text)
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in ``text`` (whole, fenced or embedded in prose)."""
+    try:
+        whole = json.loads(text)
+        return [whole] if isinstance(whole, dict) else []
+    except ValueError:
+        pass
+    found: list[dict[str, Any]] = []
+    decoder = json.JSONDecoder()
+    for source in [m.group(1) for m in _FENCE.finditer(text)] or [text]:
+        pos = source.find("{")
+        while pos != -1:
+            try:
+                obj, end = decoder.raw_decode(source, pos)
+            except ValueError:
+                pos = source.find("{", pos + 1)
+                continue
+            if isinstance(obj, dict):
+                found.append(obj)
+            pos = source.find("{", end)
+    return found
+
+
+def _lookup(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    lowered = {str(k).lower(): v for k, v in obj.items()}
+    for key in keys:
+        if key in lowered:
+            return lowered[key]
+    for value in obj.values():  # one level down: {"judgement": {"grade": 2}}
+        if isinstance(value, dict):
+            inner = _lookup(value, keys)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _number(value: Any, text: str) -> float:
+    if isinstance(value, bool) or value is None:
+        raise _fail(f"no usable grade in answer: {_short(text)}", text)
+    if isinstance(value, (int, float)):
+        return float(value)
+    return _from_text(str(value), text)[0]
+
+
+def _from_json(text: str) -> tuple[float, str] | None:
+    grades: list[tuple[float, str]] = []
+    for obj in _json_objects(text):
+        value = _lookup(obj, GRADE_KEYS)
+        if value is None:
+            continue
+        rationale = _lookup(obj, RATIONALE_KEYS)
+        grades.append((_number(value, text), "" if rationale is None else str(rationale)))
+    if len({g for g, _ in grades}) > 1:
+        raise _fail(f"ambiguous answer: grades {_list(g for g, _ in grades)} in "
+                    f"{_short(text)}", text)
+    return grades[0] if grades else None
+
+
+def _list(values: Iterable[float]) -> str:
+    return ", ".join(f"{v:g}" for v in sorted(set(values)))
+
+
+def _rest(text: str, span: tuple[int, int]) -> str:
+    rest = re.sub(r"\s+", " ", text[:span[0]] + " " + text[span[1]:])
+    rest = re.sub(r"\s+([.,;:!?])", r"\1", rest).lstrip(" *_#`:.-").rstrip(" *_#`:-")
+    return rest[:MAX_RATIONALE]
+
+
+def _from_text(clean: str, original: str) -> tuple[float, str]:
+    """A grade from prose (scale mentions already harmless); raises if none or ambiguous."""
+    clean = _SCALE.sub(" ", clean)
+    labelled = list(_LABEL.finditer(clean))
+    final = [m for m in labelled if m.group("label").lower().startswith("final")]
+    chosen = final or labelled
+    if chosen:
+        if any(m.group("alt") for m in chosen) or len({float(m.group("num"))
+                                                        for m in chosen}) > 1:
+            nums = [float(m.group("num")) for m in chosen] + [
+                float(re.search(_NUM + "$", m.group("alt")).group()) for m in chosen
+                if m.group("alt")]
+            raise _fail(f"ambiguous answer: more than one grade ({_list(nums)}) in "
+                        f"{_short(original)}", original)
+        return float(chosen[-1].group("num")), _rest(clean, chosen[-1].span())
+    lines = [line for line in clean.split("\n") if line.strip()]
+    first, last = (_LONE.match(lines[0]), _LONE.match(lines[-1])) if lines else (None, None)
+    if first and last and float(first.group(1)) != float(last.group(1)):
+        raise _fail(f"ambiguous answer: grades {first.group(1)} and {last.group(1)} in "
+                    f"{_short(original)}", original)
+    if first or last:
+        line = lines[-1] if last else lines[0]
+        start = clean.rfind(line) if last else clean.find(line)
+        return float((last or first).group(1)), _rest(clean, (start, start + len(line)))
+    numbers = list(_ANY_NUM.finditer(clean))
+    values = {float(m.group()) for m in numbers}
+    if len(values) > 1:
+        raise _fail(f"ambiguous answer: more than one grade ({_list(values)}) in "
+                    f"{_short(original)}", original)
+    if not numbers:
+        raise _fail(f"unparseable answer: {_short(original)}", original)
+    return float(numbers[-1].group()), _rest(clean, numbers[-1].span())
+
+
+def parse_answer(text: str) -> Judgement:
+    """One Judgement from a judge's answer; ``JudgeError(retryable=True)`` if there is none.
+
+    Usage::
+
+        parse_answer("Grade: 2").grade                # 2
+        parse_answer("##final score: 3").grade        # 3
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise _fail("empty answer", text if isinstance(text, str) else "")
+    body = _THINK.sub(" ", text).strip()
+    found = _from_json(body)
+    if found is None:
+        found = _from_text(body.replace("**", "").replace("`", ""), text)
+    value, rationale = found
+    if not value.is_integer():
+        raise _fail(f"grade {value:g} is not a whole number 0-3", text)
+    if int(value) not in GRADES:
+        raise _fail(f"grade {int(value)} out of range 0-3", text)
+    return Judgement(grade=int(value), rationale=rationale.strip()[:MAX_RATIONALE])
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _token_grade(token: Any) -> int | None:
+    text = str(_get(token, "token") or "").strip()
+    return int(text) if text in {"0", "1", "2", "3"} else None
+
+
+def _expectation(tops: Iterable[Any]) -> float | None:
+    mass = [0.0] * len(GRADES)
+    for top in tops:
+        grade, logprob = _token_grade(top), _get(top, "logprob")
+        if grade is not None and logprob is not None:
+            mass[grade] += math.exp(float(logprob))
+    total = sum(mass)
+    return sum(g * p for g, p in enumerate(mass)) / total if total > 0 else None
+
+
+def expected_grade(logprobs: Iterable[Any] | None) -> float | None:
+    """Expected grade over tokens "0".."3", renormalised; None if no grade token is there.
+
+    Takes a ``top_logprobs`` list of ``{token, logprob}`` (dicts or the openai objects), or a
+    whole ``logprobs.content`` list: then the first token that is a grade is used, with its
+    ``top_logprobs``.
+
+    Usage::
+
+        expected_grade(choice.logprobs.content[0].top_logprobs)
+    """
+    entries = list(logprobs or [])
+    if any(_get(e, "top_logprobs") for e in entries):
+        for entry in entries:
+            if _token_grade(entry) is not None:
+                return _expectation(_get(entry, "top_logprobs") or [entry])
+        return None
+    return _expectation(entries)
