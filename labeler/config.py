@@ -32,7 +32,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["Config", "DriftConfig", "HumanConfig", "InputsConfig", "JudgeConfig",
+__all__ = ["Config", "DriftConfig", "HumanConfig", "InputsConfig", "JudgeConfig", "PriceConfig",
            "config_hash", "load_config", "parse_config"]
 
 
@@ -106,6 +106,8 @@ class HumanConfig(_Section):
 
     qrels: Path
     calibrate: bool = False
+    bootstrap: int = Field(default=1000, ge=0,
+                           description="resamples for the agreement CIs (0: none)")
     grade_map: dict[str, int] | None = Field(
         default=None, description='map raw human grades, e.g. {"-1" = 0, "4" = 3}')
 
@@ -118,6 +120,13 @@ class DriftConfig(_Section):
         description="share of pairs judged in both runs whose LLM grade changed")
     max_ndcg_delta: float = Field(
         default=0.02, ge=0, description="largest |change| of a run's mean NDCG@k (LLM labels)")
+
+
+class PriceConfig(_Section):
+    """USD per 1M tokens for one model (overrides the built-in price table)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
 
 
 class Config(_Section):
@@ -133,6 +142,12 @@ class Config(_Section):
     k: list[int] = Field(default_factory=lambda: [10],
                          description="NDCG cut-offs; the first is the one compared and reported")
     title: str | None = None
+    prices: dict[str, PriceConfig] = Field(
+        default_factory=dict, description='e.g. [prices] "my-model" = {input = 0.1, output = 0.4}')
+
+    def price_table(self) -> dict[str, tuple[float, float]] | None:
+        """``{model: (input, output)}`` USD per 1M tokens, or None for the built-in table."""
+        return {m: (p.input, p.output) for m, p in self.prices.items()} or None
 
     @field_validator("k", mode="before")
     @classmethod

@@ -22,6 +22,10 @@ from ..errors import LabelerError
 
 # Sub-command modules; each defines click commands and adds them to ``main``.
 COMMAND_MODULES: tuple[str, ...] = (
+    "label_cmd",
+    "reconcile_cmd",
+    "compare_cmd",
+    "run_cmd",
     "score_cmd",
 )
 

@@ -1,0 +1,171 @@
+"""`labeler run CONFIG.toml` (scheduled jobs) and `labeler demo` (the whole pipeline offline).
+
+Logging is configured here, for the command's duration only: records of the ``labeler``
+loggers go to stderr (and, from the pipeline, to ``<run dir>/run.log``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import DriftError
+from . import main
+
+_LEVELS = ("debug", "info", "warning", "error")
+
+
+@contextlib.contextmanager
+def _stderr_logging(level: str) -> Iterator[None]:
+    logger = logging.getLogger("labeler")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
+                                           "%H:%M:%S"))
+    handler.setLevel(level.upper())
+    old = logger.level
+    logger.setLevel(level.upper())
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+
+
+def _progress() -> Any:
+    """A progress bar on a terminal, nothing under cron or in a pipe."""
+    return True if sys.stderr.isatty() else None
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when inside it, else absolute."""
+    try:
+        return os.path.relpath(path) if path.resolve().is_relative_to(Path.cwd()) else str(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+
+
+def _fmt(x: Any, signed: bool = False) -> str:
+    if x is None or x != x:  # None or NaN
+        return "—"
+    return f"{x:+.4f}" if signed else f"{x:.4f}"
+
+
+def summary_text(outcome: Any) -> str:
+    """The short summary both commands print: labels, agreement, runs × human/llm/delta."""
+    s = outcome.label_summary
+    lines = [f"run {outcome.run_dir.name}: {s.get('n_pairs', '?')} pairs — "
+             f"{s.get('judged', 0)} judged, {s.get('cached', 0)} cached, "
+             f"{s.get('failed', 0)} failed; {s.get('input_tokens', 0) or 0:,} + "
+             f"{s.get('output_tokens', 0) or 0:,} tokens, ${s.get('cost_usd', 0) or 0:.4f}"]
+    a = outcome.agreement
+    if a:
+        lines.append(f"agreement with the human labels on {a['n']} pairs: exact "
+                     f"{_fmt(a['exact_agreement'])}, Cohen's kappa {_fmt(a['cohen_kappa'])} "
+                     f"(quadratic {_fmt(a['cohen_kappa_quadratic'])}), Krippendorff's alpha "
+                     f"{_fmt(a['krippendorff_alpha_ordinal'])}, LLM − human "
+                     f"{_fmt(a['mean_signed_difference'], signed=True)}")
+    c = outcome.comparison
+    if c is not None:
+        d = c.to_dict()
+        width = max([len("run"), *map(len, d["runs"])])
+        lines.append(f"{'run':<{width}}  {'NDCG@' + str(d['k']) + ' human':>16}  "
+                     f"{'llm':>7}  {'delta':>8}")
+        for tag, r in d["runs"].items():
+            lines.append(f"{tag:<{width}}  {_fmt(r['human']):>16}  {_fmt(r['llm']):>7}  "
+                         f"{_fmt(r['delta'], signed=True):>8}")
+        lines.append(f"order of the runs, human vs LLM labels: Kendall's tau "
+                     f"{_fmt(d['kendall_tau'])}, Spearman's rho {_fmt(d['spearman_rho'])}")
+    elif outcome.scores:
+        for tag, measures in outcome.scores.get("runs", {}).items():
+            lines.append(f"{tag}: " + ", ".join(f"{m} {_fmt(v.get('mean'))}"
+                                                for m, v in measures.items()))
+    drift = outcome.drift
+    if drift.previous is not None:
+        lines.append(f"drift vs {drift.previous}: {drift.n_changed} of {drift.n_compared} "
+                     f"grades changed; " + ("; ".join(drift.reasons) or "within thresholds"))
+    if outcome.report_html is not None:
+        lines.append(f"report: {_shown(outcome.report_html)}")
+    lines.append(f"run directory: {_shown(outcome.run_dir)}")
+    return "\n".join(lines)
+
+
+def _finish(ctx: click.Context, outcome: Any, fail_on_drift: bool) -> None:
+    click.echo(summary_text(outcome))
+    if fail_on_drift and outcome.drift.drifted:
+        raise DriftError("drift past the thresholds: " + "; ".join(outcome.drift.reasons)
+                         + f" (see {_shown(outcome.run_dir / 'drift.json')})")
+    if outcome.n_failed:
+        click.echo(f"labeler: {outcome.n_failed} pairs failed (status 'failed' in "
+                   f"labels.jsonl, reason in 'error')", err=True)
+    ctx.exit(outcome.exit_code)
+
+
+@main.command("run")
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Output directory (overrides out_dir in the config).")
+@click.option("--fail-on-drift", is_flag=True,
+              help="Exit 4 when the run drifted past the thresholds from the previous one.")
+@click.option("--drift-threshold", type=click.FloatRange(min=0), metavar="X",
+              help="Largest allowed |change| of a run's mean NDCG@k (overrides "
+                   "drift.max_ndcg_delta).")
+@click.option("--log-level", type=click.Choice(_LEVELS), default="info", show_default=True,
+              help="Log level on stderr and in the run's run.log.")
+@click.pass_context
+def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_drift: bool,
+                drift_threshold: float | None, log_level: str) -> None:
+    """Run the whole pipeline from one TOML config (for scheduled jobs).
+
+    Writes OUT/runs/<UTC timestamp>/ (labels, merged labels, agreement, scores, comparison,
+    report/, drift.json, manifest.json, run.log) and points OUT/latest at it. Exit 0 ok,
+    2 bad config or another run holds the lock, 3 some pairs failed, 4 drift (with
+    --fail-on-drift).
+    """
+    from ..config import load_config
+    from ..pipeline import run_pipeline
+
+    cfg = load_config(config)
+    updates: dict[str, Any] = {}
+    if out_dir is not None:
+        updates["out_dir"] = out_dir.resolve()
+    if drift_threshold is not None:
+        updates["drift"] = cfg.drift.model_copy(update={"max_ndcg_delta": drift_threshold})
+    cfg = cfg.model_copy(update=updates)
+    with _stderr_logging(log_level):
+        outcome = run_pipeline(cfg, config_path=config.resolve(), progress=_progress())
+    _finish(ctx, outcome, fail_on_drift)
+
+
+@main.command("demo")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("labeler-demo"), show_default=True,
+              help="Where to write the sample, demo.toml and the run.")
+@click.option("--model", default="lexical", show_default=True,
+              help="Judge model; the default is the offline lexical baseline (no network). "
+                   "Any other model needs an endpoint: --base-url or OPENAI_BASE_URL, key "
+                   "from OPENAI_API_KEY.")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint for --model.")
+@click.option("--log-level", type=click.Choice(_LEVELS), default="warning",
+              show_default=True, help="Log level on stderr.")
+@click.pass_context
+def demo_command(ctx: click.Context, out_dir: Path, model: str, base_url: str | None,
+                 log_level: str) -> None:
+    """Run the whole pipeline on the bundled TREC DL 2019 sample, offline, in seconds.
+
+    Pools the top 10 of three runs, labels the pairs (lexical baseline judge unless --model),
+    reconciles with the NIST human labels, scores and compares, and writes the report.
+    """
+    from ..demo import run_demo
+
+    with _stderr_logging(log_level):
+        outcome = run_demo(out_dir, model=model, base_url=base_url, progress=_progress())
+    click.echo(f"sample and config: {_shown(out_dir / 'data')}, {_shown(out_dir / 'demo.toml')}")
+    _finish(ctx, outcome, fail_on_drift=False)

@@ -1,0 +1,155 @@
+"""`labeler run CONFIG.toml` against the local fake OpenAI server: outputs, cache, drift, lock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from labeler import io
+from labeler.cli import main
+from labeler.demo import copy_sample
+from labeler.rundir import hold_lock
+from labeler.testing import FaultPlan
+
+SECRET = "sk-test-never-write-me-0123456789"
+
+
+def _job(tmp_path: Path, base_url: str, cache: str = "cache", extra: str = "") -> Path:
+    if not (tmp_path / "data").exists():
+        copy_sample(tmp_path / "data")
+    path = tmp_path / "job.toml"
+    path.write_text(f"""\
+out_dir = "out"
+cache_dir = "{cache}"
+k = [10, 5]
+[inputs]
+queries = "data/queries.tsv"
+corpus = "data/corpus.jsonl"
+runs = ["data/runs/*.run"]
+depth = 2
+[judge]
+model = "fake-judge"
+base_url = "{base_url}"
+api_key_env = "NIGHTLY_KEY"
+concurrency = 4
+max_retries = 1
+{extra}
+[human]
+qrels = "data/human.qrels"
+bootstrap = 0
+""", encoding="utf-8")
+    return path
+
+
+def _run(*args: str) -> Result:
+    return CliRunner().invoke(main, ["run", *args], catch_exceptions=False)
+
+
+def _latest(out: Path) -> Path:
+    return out / (out / "latest.txt").read_text().strip()
+
+
+def test_nightly_job_outputs_cache_and_drift(tmp_path: Path, fake_llm,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NIGHTLY_KEY", SECRET)
+    config = _job(tmp_path, fake_llm.base_url)
+    first = _run(str(config))
+    assert first.exit_code == 0, first.output
+    out = tmp_path / "out"
+    run1 = _latest(out)
+    n_pairs = len(io.read_labels(run1 / "labels.jsonl"))
+    assert fake_llm.calls == n_pairs > 0
+    for name in ("labels.jsonl", "labels.qrels", "merged.jsonl", "merged.qrels",
+                 "agreement.json", "scores.json", "comparison.json", "drift.json",
+                 "manifest.json", "run.log", "report/report.html", "report/report.md",
+                 "report/report.json"):
+        assert (run1 / name).is_file(), name
+    manifest = json.loads((run1 / "manifest.json").read_text())
+    assert manifest["counts"]["pairs"] == n_pairs and manifest["counts"]["judged"] == n_pairs
+    assert manifest["judge"]["api_key_env"] == "NIGHTLY_KEY"
+    assert manifest["config"]["hash"].startswith("sha256:")
+    assert manifest["packages"]["pandas"] and manifest["python"]
+    assert set(json.loads((run1 / "comparison.json").read_text())["runs"]) == {
+        "bm25tuned_p", "p_exp_bert", "ICT-CKNRM_B"}
+    assert (out / "latest").resolve() == run1.resolve()
+    assert "report:" in first.output and "bm25tuned_p" in first.output
+
+    # the same night's job again: all from the cache, nothing drifted
+    fake_llm.reset()
+    second = _run(str(config), "--fail-on-drift")
+    assert second.exit_code == 0, second.output
+    assert fake_llm.calls == 0
+    run2 = _latest(out)
+    assert run2 != run1
+    drift = json.loads((run2 / "drift.json").read_text())
+    assert drift["previous"] == run1.name
+    assert drift["labels"]["n_compared"] == n_pairs and drift["labels"]["n_changed"] == 0
+    assert drift["drifted"] is False
+
+    # the model changes its mind (fresh cache): every grade that was not 3 drifts
+    fake_llm.set(grade_fn=lambda text: 3)
+    before = io.read_labels(run2 / "labels.jsonl")
+    expect_changed = int((before["grade"] != 3).sum())
+    third = _run(str(_job(tmp_path, fake_llm.base_url, cache="cache-2")), "--fail-on-drift")
+    assert third.exit_code == 4, third.output
+    assert "drift past the thresholds" in third.stderr
+    run3 = _latest(out)
+    drift = json.loads((run3 / "drift.json").read_text())
+    assert drift["previous"] == run2.name and drift["drifted"] is True
+    assert drift["labels"]["n_changed"] == expect_changed > 0
+    assert len(drift["labels"]["changed"]) == expect_changed
+    assert all(c["current"] == 3 for c in drift["labels"]["changed"])
+
+    # the key itself is written nowhere
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(encoding="utf-8", errors="ignore"), path
+
+
+def test_failed_pairs_exit_3_with_every_pair_in_the_output(tmp_path: Path, fake_llm) -> None:
+    fake_llm.set(faults=FaultPlan(malformed=0.3))
+    config = _job(tmp_path, fake_llm.base_url)
+    config.write_text(config.read_text().replace("max_retries = 1", "max_retries = 0"))
+    result = _run(str(config))
+    assert result.exit_code == 3, result.output
+    labels = io.read_labels(_latest(tmp_path / "out") / "labels.jsonl")
+    failed = labels["status"] == "failed"
+    assert failed.any() and (~failed).any()
+    assert labels.loc[failed, "grade"].isna().all()
+    assert "pairs failed" in result.stderr
+
+
+def test_config_errors_name_the_key_and_exit_2(tmp_path: Path) -> None:
+    config = _job(tmp_path, "http://127.0.0.1:9/v1", extra="concurrency = 0\n")
+    config.write_text(config.read_text().replace("concurrency = 4\n", ""))
+    result = _run(str(config))
+    assert result.exit_code == 2
+    assert "job.toml: judge.concurrency: Input should be greater than 0" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
+
+
+def test_a_second_concurrent_run_is_refused(tmp_path: Path, fake_llm) -> None:
+    config = _job(tmp_path, fake_llm.base_url)
+    with hold_lock(tmp_path / "out"):
+        result = _run(str(config))
+    assert result.exit_code == 2
+    assert "another run holds the lock" in result.stderr
+    assert fake_llm.calls == 0
+    assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_out_and_drift_threshold_flags(tmp_path: Path, fake_llm) -> None:
+    config = _job(tmp_path, fake_llm.base_url)
+    assert _run(str(config), "--out", str(tmp_path / "elsewhere")).exit_code == 0
+    assert (tmp_path / "elsewhere" / "latest.txt").is_file()
+    assert not (tmp_path / "out").exists()
+    fake_llm.set(grade_fn=lambda text: 0)
+    again = _run(str(_job(tmp_path, fake_llm.base_url, cache="cache-3")), "--out",
+                 str(tmp_path / "elsewhere"), "--drift-threshold", "1")
+    assert again.exit_code == 0  # drift reported, not fatal without --fail-on-drift
+    drift = json.loads((_latest(tmp_path / "elsewhere") / "drift.json").read_text())
+    assert drift["thresholds"]["max_ndcg_delta"] == 1.0
+    assert drift["labels"]["n_changed"] > 0
