@@ -1,0 +1,168 @@
+"""`labeler reconcile` (LLM vs human agreement, calibration, merged labels) and `labeler sample`.
+
+Usage::
+
+    labeler reconcile --llm labels.jsonl --human human.qrels --out merged.jsonl \
+        --report agreement.json --calibrate --calibration-out calibration.json
+    labeler sample --labels labels.jsonl --n 200 --out to_annotate.csv --human human.qrels
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import io
+from ..calibrate import Calibration, calibrate, evaluate
+from ..errors import ConfigError
+from ..reconcile import agreement, disagreements, merge, read_human, read_llm
+from ..sample import annotation_sheet, propose_sample
+from . import main
+
+_FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
+
+
+@main.command("reconcile")
+@click.option("--llm", "llm_path", type=_FILE, required=True,
+              help="LLM label records (JSONL/CSV/Parquet) or any qrels form.")
+@click.option("--human", "human_path", type=_FILE, required=True,
+              help="Human qrels (TREC qrels or a table with query_id, chunk_id, grade).")
+@click.option("--out", type=_FILE, required=True,
+              help="Merged label records (human where present, else LLM; `source` column).")
+@click.option("--report", type=_FILE, help="Write the agreement report as JSON.")
+@click.option("--qrels-out", type=_FILE, help="Also write the merged labels as TREC qrels.")
+@click.option("--calibrate", "do_calibrate", is_flag=True,
+              help="Fit an LLM→human grade mapping (judged on k-fold held-out labels) and "
+                   "apply it to the LLM-only pairs.")
+@click.option("--method", type=click.Choice(["ordinal", "isotonic"]), default="ordinal",
+              show_default=True, help="Calibration method.")
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True,
+              help="Folds for the held-out evaluation of --calibrate.")
+@click.option("--calibration-in", type=_FILE, help="Apply a saved calibration (JSON).")
+@click.option("--calibration-out", type=_FILE, help="Save the fitted calibration (JSON).")
+@click.option("--audit", type=_FILE, help="Write the strongest disagreements (CSV/JSONL).")
+@click.option("--min-gap", type=click.IntRange(1, 3), default=2, show_default=True,
+              help="Smallest |LLM - human| listed in --audit.")
+@click.option("--pairs", "pairs_path", type=_FILE, help="Pairs file: query and chunk texts "
+              "for the audit.")
+@click.option("--grade-map-llm", help="Map raw LLM grades, e.g. '4=3,5=3'.")
+@click.option("--grade-map-human", help="Map raw human grades, e.g. '-1=0'.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed for the bootstrap and the calibration folds.")
+@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples for the 95% CIs (0: none).")
+@click.option("--bootstrap-unit", type=click.Choice(["pair", "query"]), default="pair",
+              show_default=True, help="Resample pairs, or whole queries.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path | None,
+                      qrels_out: Path | None, do_calibrate: bool, method: str, folds: int,
+                      calibration_in: Path | None, calibration_out: Path | None,
+                      audit: Path | None, min_gap: int, pairs_path: Path | None,
+                      grade_map_llm: str | None, grade_map_human: str | None, seed: int,
+                      bootstrap: int, bootstrap_unit: str, as_json: bool) -> None:
+    """How far LLM labels agree with human labels, and the merged label set."""
+    if do_calibrate and calibration_in:
+        raise ConfigError("use either --calibrate (fit a new calibration) or --calibration-in "
+                          "(apply a saved one), not both")
+    if calibration_out and not do_calibrate:
+        raise ConfigError("--calibration-out needs --calibrate")
+    llm = read_llm(llm_path, io.parse_grade_map(grade_map_llm))
+    human = read_human(human_path, io.parse_grade_map(grade_map_human))
+    result = agreement(llm, human, bootstrap=bootstrap, seed=seed,
+                       unit=bootstrap_unit)  # type: ignore[arg-type]
+    data: dict[str, Any] = {**result.to_dict(), "llm": str(llm_path), "human": str(human_path)}
+
+    cal: Calibration | None = None
+    if do_calibrate:
+        cal = calibrate(llm, human, folds=folds, seed=seed, method=method)  # type: ignore[arg-type]
+        data["calibration"] = cal.report
+    elif calibration_in:
+        cal = Calibration.load(calibration_in)
+        data["calibration"] = {"loaded_from": str(calibration_in), "method": cal.method,
+                               "feature": cal.feature, "mapping": cal.mapping,
+                               **evaluate(cal, llm, human)}
+    merged = merge(llm, human, cal)
+    counts = merged["source"].where(merged["status"] == "ok", "failed").value_counts()
+    data["merged"] = {"path": str(out), "n": len(merged),
+                      **{str(k): int(v) for k, v in counts.items()}}
+    if audit:
+        table = disagreements(llm, human, min_gap=min_gap, pairs=pairs_path)
+        data["audit"] = {"path": str(audit), "min_gap": min_gap, "n": len(table)}
+
+    # Write everything only once every step has succeeded.
+    io.write_labels(merged, out)
+    if qrels_out:
+        io.write_qrels(merged, qrels_out)
+    if audit:
+        io.write_table(table, audit)
+    if cal is not None and calibration_out:
+        cal.save(calibration_out)
+    if report:
+        io.write_json(data, report)
+
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False))
+    else:
+        click.echo(result.to_text())
+        if "calibration" in data:
+            click.echo(_calibration_text(data["calibration"]))
+        click.echo(f"merged labels: {out} ({_counts_text(data['merged'])})")
+        if audit:
+            click.echo(f"audit: {audit} ({data['audit']['n']} pairs with |LLM - human| >= "
+                       f"{min_gap})")
+    if data["merged"].get("failed"):
+        click.echo(f"labeler: warning: {data['merged']['failed']} pair(s) have neither a human "
+                   "grade nor a usable LLM grade (status failed in the merged labels)", err=True)
+
+
+def _counts_text(merged: dict[str, Any]) -> str:
+    parts = [f"{merged[k]} {k}" for k in ("human", "llm", "llm-calibrated", "failed")
+             if merged.get(k)]
+    return ", ".join(parts) or "empty"
+
+
+def _calibration_text(cal: dict[str, Any]) -> str:
+    b, a = cal["before"], cal["after"]
+
+    def show(x: float | None) -> str:
+        return "undefined" if x is None else f"{x:.3f}"
+
+    rows = [f"calibration ({cal['method']}, mapping {cal['mapping']}; {cal['evaluation']}):"]
+    for key, name in (("exact_agreement", "exact agreement"),
+                      ("cohen_kappa_quadratic", "quadratic kappa"),
+                      ("krippendorff_alpha_ordinal", "Krippendorff alpha"),
+                      ("mean_signed_difference", "mean signed difference")):
+        rows.append(f"  {name:<24} {show(b[key])} -> {show(a[key])}")
+    return "\n".join(rows)
+
+
+@main.command("sample")
+@click.option("--labels", "labels_path", type=_FILE, required=True,
+              help="LLM label records (or qrels) to sample from.")
+@click.option("--n", "n", type=click.IntRange(min=1), default=200, show_default=True,
+              help="How many pairs to propose.")
+@click.option("--out", type=_FILE, required=True, help="The sheet to annotate (CSV/JSONL/"
+              "Parquet): query_id, query, chunk_id, chunk and an empty grade column.")
+@click.option("--human", "human_path", type=_FILE,
+              help="Human qrels: pairs already labelled are skipped.")
+@click.option("--pairs", "pairs_path", type=_FILE, help="Pairs file for the query/chunk texts.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--by", default="grade,query_id", show_default=True,
+              help="Stratify equally over the first column, spread over the others.")
+@click.option("--show-llm-grade", is_flag=True,
+              help="Include the LLM's grade in the sheet (hidden by default: it anchors "
+                   "annotators).")
+def sample_command(labels_path: Path, n: int, out: Path, human_path: Path | None,
+                   pairs_path: Path | None, seed: int, by: str, show_llm_grade: bool) -> None:
+    """Which pairs a human should label next (stratified by LLM grade and query)."""
+    picked = propose_sample(labels_path, n=n, seed=seed, exclude=human_path,
+                            by=[c.strip() for c in by.split(",") if c.strip()],
+                            pairs=pairs_path)
+    io.write_table(annotation_sheet(picked, show_llm_grade), out)
+    per_grade = picked["llm_grade"].value_counts().sort_index()
+    spread = ", ".join(f"{int(g)}: {int(c)}" for g, c in per_grade.items())
+    click.echo(f"{len(picked)} pairs from {picked['query_id'].nunique()} queries to label "
+               f"-> {out}  (by LLM grade {spread})")
