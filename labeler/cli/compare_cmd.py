@@ -1,0 +1,66 @@
+"""`labeler compare`: NDCG of runs under human vs LLM labels (SPEC §3, §6).
+
+Usage::
+
+    labeler compare --human h.qrels --llm labels.jsonl --run a.run --run b.run --json
+    labeler compare --human h.qrels --llm l.qrels --run a.run --report out/ --agreement rec.json
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import io
+from ..report import DEFAULT_TITLE, load_agreement, write_report
+from . import main
+
+
+@main.command("compare")
+@click.option("--human", "human_path", required=True, metavar="QRELS",
+              help="Human labels: TREC qrels, CSV, JSONL or Parquet.")
+@click.option("--llm", "llm_path", required=True, metavar="LABELS",
+              help="LLM labels: label records (failed rows left out) or any qrels form.")
+@click.option("--run", "run_paths", required=True, multiple=True, metavar="RUN",
+              help="A run (TREC run, CSV, JSONL or Parquet); repeat for several runs.")
+@click.option("--k", "k", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Cut-off of NDCG@k.")
+@click.option("--gain", type=click.Choice(["linear", "exponential"]), default="linear",
+              show_default=True, help="Gain of a grade: rel, or 2^rel − 1.")
+@click.option("--include-empty", is_flag=True,
+              help="Count queries without any relevant chunk as 0 (trec_eval's mean).")
+@click.option("--grade-map-human", metavar="MAP", default=None,
+              help="Map raw human grades, e.g. '-1=0,4=3'.")
+@click.option("--grade-map-llm", metavar="MAP", default=None,
+              help="Map raw LLM grades, e.g. '4=3'.")
+@click.option("--queries", "queries_path", metavar="FILE", default=None,
+              help="Query texts (TSV id<TAB>text, CSV, JSONL) for the most-changed table.")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many of the most-changed queries to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option("--report", "report_dir", metavar="DIR", default=None,
+              help="Write report.json, report.md and report.html into DIR.")
+@click.option("--agreement", "agreement_path", metavar="REPORT.json", default=None,
+              help="A `labeler reconcile --report` JSON: adds the confusion matrix to the report.")
+@click.option("--title", default=DEFAULT_TITLE, show_default=True, help="Title of the report.")
+def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...], k: int, gain: str,
+                include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,
+                queries_path: str | None, top: int, as_json: bool, report_dir: str | None,
+                agreement_path: str | None, title: str) -> None:
+    """How much NDCG and the order of the runs change between human and LLM labels."""
+    from ..compare import compare  # imports scipy and the scorer: only when run
+    human = io.read_qrels(human_path, grade_map=io.parse_grade_map(grade_map_human))
+    llm = io.read_qrels(llm_path, grade_map=io.parse_grade_map(grade_map_llm))
+    runs = io.read_runs(list(run_paths))
+    queries = io.read_queries(queries_path) if queries_path else None
+    agreement = load_agreement(agreement_path) if agreement_path else None
+    result = compare(human, llm, runs, k=k, gain=gain, include_empty=include_empty, top=top,
+                     queries=queries)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, allow_nan=False))
+    else:
+        click.echo(result.to_text(), nl=False)
+    if report_dir:
+        paths = write_report(result, report_dir, agreement=agreement, title=title)
+        click.echo(str(paths["html"]), err=as_json)

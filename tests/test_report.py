@@ -1,0 +1,158 @@
+"""labeler.report and labeler.plots: escaping, self-containment, the agreement panel."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from labeler import io, plots
+from labeler.compare import compare
+from labeler.errors import InputError
+from labeler.report import as_agreement, md_escape, render_markdown, write_report
+
+EVIL_RUN = "<script>alert(1)</script>"
+EVIL_QUERY = "q| pipe `tick` <b>"
+EVIL_TEXT = "<img src=x onerror=alert(2)> | $x$ **bold**"
+DATA = Path(__file__).parent / "data" / "compare"
+
+
+@pytest.fixture(scope="module")
+def evil():
+    """Runs whose tag and query id try to break out of HTML and Markdown tables."""
+    human = {EVIL_QUERY: {"a": 3, "b": 1, "c": 0}, "q2": {"a": 2, "b": 0}}
+    llm = {EVIL_QUERY: {"a": 1, "b": 3, "c": 2}, "q2": {"a": 2, "b": 2}}
+    runs = pd.DataFrame({
+        "query_id": [EVIL_QUERY] * 6 + ["q2"] * 4,
+        "chunk_id": ["a", "b", "c", "c", "b", "a", "a", "b", "b", "a"],
+        "score": [3.0, 2.0, 1.0] * 2 + [2.0, 1.0] * 2,
+        "system": [EVIL_RUN] * 3 + ["$plain$ run"] * 3 + [EVIL_RUN] * 2 + ["$plain$ run"] * 2,
+    })
+    return compare(human, llm, runs, k=3, queries={EVIL_QUERY: EVIL_TEXT})
+
+
+@pytest.fixture(scope="module")
+def agreement() -> dict:
+    """A reconcile-style report built by hand from the LLMJudge slice (human vs one LLM)."""
+    h = io.read_qrels(DATA / "llmjudge" / "human.qrels")
+    m = io.read_qrels(DATA / "llmjudge" / "willia-umbrela1.qrels")
+    both = h.merge(m, on=["query_id", "chunk_id"], suffixes=("_h", "_l"))
+    matrix = pd.crosstab(both.grade_h, both.grade_l).reindex(index=range(4), columns=range(4),
+                                                              fill_value=0)
+    return {"n": len(both), "exact_agreement": float((both.grade_h == both.grade_l).mean()),
+            "cohen_kappa": 0.25, "confusion_matrix": matrix.to_numpy().tolist()}
+
+
+@pytest.fixture(scope="module")
+def html(evil) -> str:
+    return evil.to_html()
+
+
+@pytest.fixture(scope="module")
+def written(evil, agreement: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return write_report(evil, tmp_path_factory.mktemp("report") / "out", agreement=agreement,
+                        title="<Audit>")
+
+
+def _images(html: str) -> list[bytes]:
+    srcs = re.findall(r'<img[^>]*\ssrc="([^"]*)"', html)
+    assert all(s.startswith("data:image/png;base64,") for s in srcs)
+    return [base64.b64decode(s.split(",", 1)[1]) for s in srcs]
+
+
+def test_html_escapes_every_data_string(html: str) -> None:
+    assert "<script" not in html and "<img src=x" not in html and "<b>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(2)&gt;" in html
+    assert "q| pipe `tick` &lt;b&gt;" in html
+
+
+def test_markdown_escapes_pipes_backticks_and_html(evil) -> None:
+    md = evil.to_markdown()
+    assert "<script>" not in md and "<img" not in md and "<b>" not in md
+    assert r"&lt;script&gt;alert(1)&lt;/script&gt;" in md
+    assert r"q\| pipe \`tick\` &lt;b&gt;" in md
+    # every table row keeps its header's number of cells: no stray pipe splits a cell
+    for block in re.split(r"\n\s*\n", md):
+        rows = [line for line in block.splitlines() if line.startswith("|")]
+        cells = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
+        assert len(cells) <= 1, block
+
+
+def test_markdown_escape_function() -> None:
+    assert md_escape("a|b`c`<d>&\n*e*_f_") == r"a\|b\`c\`&lt;d&gt;&amp; \*e\*\_f\_"
+
+
+def test_html_is_self_contained_with_plots(html: str) -> None:
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)
+    assert "@import" not in html and "<link" not in html
+    images = _images(html)
+    assert len(images) == 3  # scatter, per-query deltas, ideal-ranking change
+    assert all(img.startswith(b"\x89PNG\r\n\x1a\n") and len(img) > 5000 for img in images)
+
+
+def test_agreement_panel_draws_the_confusion_matrix(evil, agreement: dict, html: str,
+                                                     written: dict[str, Path]) -> None:
+    assert sum(map(sum, agreement["confusion_matrix"])) == agreement["n"] == 594
+    assert 'id="plot-confusion"' not in html
+    html = written["html"].read_text()
+    assert 'id="plot-confusion"' in html and len(_images(html)) == 4
+    assert "Cohen&#39;s kappa" in html and "594" in html
+    md = evil.to_markdown()
+    assert "Confusion matrix" not in md
+    md = render_markdown(evil, agreement=agreement)
+    row0 = " | ".join(str(v) for v in agreement["confusion_matrix"][0])
+    assert f"| 0 | {row0} |" in md
+
+
+def test_agreement_accepts_objects_and_nested_reports_and_checks_the_matrix(
+        agreement: dict) -> None:
+    class Report:
+        def to_dict(self) -> dict:
+            return agreement
+
+    assert as_agreement(Report())["n"] == 594
+    assert as_agreement({"agreement": agreement})["n"] == 594
+    with pytest.raises(InputError, match="4×4"):
+        as_agreement({"confusion_matrix": [[1, 2], [3, 4]]})
+    with pytest.raises(InputError, match="4×4"):
+        as_agreement({"confusion_matrix": [[1, 2, 3, -4]] * 4})
+
+
+def test_write_report_writes_json_md_html(evil, agreement: dict,
+                                          written: dict[str, Path]) -> None:
+    paths = written
+    assert {p.name for p in paths["json"].parent.iterdir()} == {"report.json", "report.md",
+                                                               "report.html"}
+    data = json.loads(paths["json"].read_text())
+    assert data["runs"] == evil.to_dict()["runs"] and data["title"] == "<Audit>"
+    assert data["agreement"]["confusion_matrix"] == agreement["confusion_matrix"]
+    assert "<title>&lt;Audit&gt;</title>" in paths["html"].read_text()
+    assert paths["md"].read_text().startswith("# &lt;Audit&gt;")
+
+
+def test_real_slice_report_lists_runs_swaps_and_queries(tmp_path: Path) -> None:
+    human = io.read_qrels(DATA / "human.qrels")
+    llm = human.assign(grade=human["grade"].where(human["grade"] != 1, 2))
+    c = compare(human, llm, io.read_runs(sorted((DATA / "runs").glob("*.run"))),
+                queries=DATA / "queries.tsv")
+    md = c.to_markdown()
+    for tag in c.systems:
+        assert md_escape(tag) in md
+    for s in c.swaps:
+        assert f"| {md_escape(s.human_first)} | {md_escape(s.llm_first)} |" in md
+    assert c.most_changed["query"].iloc[0] in c.to_html()
+    text = c.to_text()
+    assert "Kendall's tau" in text and all(tag in text for tag in c.systems)
+
+
+def test_plot_labels_with_dollar_signs_render(evil) -> None:
+    """A `$` in a run tag must not be read as matplotlib mathtext (it would fail or garble)."""
+    fig = plots.ndcg_scatter(evil)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert r"\$plain\$ run" in texts
+    assert plots.to_png(fig).startswith(b"\x89PNG")

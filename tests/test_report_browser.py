@@ -1,0 +1,102 @@
+"""report.html opened in a real headless Chromium: it renders, with its plots, offline.
+
+Skipped when no Chromium binary is installed (Debian: `apt-get install chromium`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from labeler import io
+from labeler.compare import compare
+from labeler.report import write_report
+
+DATA = Path(__file__).parent / "data" / "compare"
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
+            "chrome", "headless_shell")
+PROBE = """<script>
+window.addEventListener("load", function () {
+  var out = [];
+  document.querySelectorAll("img").forEach(function (img) {
+    out.push({id: img.id, w: img.naturalWidth, h: img.naturalHeight, shown: img.width});
+  });
+  var pre = document.createElement("pre");
+  pre.id = "img-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def _browser() -> str:
+    for name in BROWSERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip("no Chromium/Chrome binary found (apt-get install chromium to run this test)")
+
+
+def _chromium(binary: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+           "--disable-sync", "--hide-scrollbars", f"--user-data-dir={profile}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    human = io.read_qrels(DATA / "human.qrels")
+    llm = human.assign(grade=human["grade"].where(human["grade"] != 1, 2))
+    runs = io.read_runs(sorted((DATA / "runs").glob("*.run")))
+    c = compare(human, llm, runs, queries=DATA / "queries.tsv")
+    h = io.read_qrels(DATA / "llmjudge" / "human.qrels")
+    m = io.read_qrels(DATA / "llmjudge" / "willia-umbrela1.qrels")
+    both = h.merge(m, on=["query_id", "chunk_id"], suffixes=("_h", "_l"))
+    matrix = pd.crosstab(both.grade_h, both.grade_l).reindex(index=range(4), columns=range(4),
+                                                              fill_value=0)
+    agreement = {"n": len(both), "confusion_matrix": matrix.to_numpy().tolist()}
+    out = tmp_path_factory.mktemp("browser")
+    return write_report(c, out / "report", agreement=agreement, title="DL19 slice")["html"]
+
+
+def test_report_renders_with_its_plots_in_chromium(report: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    binary = _browser()
+    shot = tmp_path / "report.png"
+    done = _chromium(binary, tmp_path / "profile", f"--screenshot={shot}",
+                     "--window-size=1200,3000", report.as_uri())
+    assert shot.exists(), done.stderr[-2000:]
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert pixels.shape[:2] == (3000, 1200)
+    not_white = (pixels < 235).any(axis=2).mean()
+    assert not_white > 0.05  # text, tables and figures, not a blank page
+
+    def near(rgb: tuple[int, int, int], tol: int = 40) -> int:
+        return int((np.abs(pixels - np.array(rgb)).max(axis=2) < tol).sum())
+
+    assert near((0x2C, 0x6F, 0xBB)) > 1500   # the blue of the scatter and the histogram
+    assert near((0xD9, 0x82, 0x2B)) > 1500   # the orange bars of the ideal-ranking plot
+
+
+def test_every_plot_decodes_in_the_browser(report: Path, tmp_path: Path) -> None:
+    binary = _browser()
+    probed = tmp_path / "probe.html"
+    probed.write_text(report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"),
+                      encoding="utf-8")
+    done = _chromium(binary, tmp_path / "profile", "--virtual-time-budget=10000",
+                     "--dump-dom", probed.as_uri())
+    found = re.search(r'<pre id="img-probe">(.*?)</pre>', done.stdout, re.S)
+    assert found, done.stderr[-2000:]
+    images = json.loads(found.group(1).replace("&quot;", '"'))
+    assert {img["id"] for img in images} == {"plot-scatter", "plot-deltas", "plot-ideal",
+                                             "plot-confusion"}
+    assert all(img["w"] > 300 and img["h"] > 200 and img["shown"] > 0 for img in images)
