@@ -36,9 +36,12 @@ from .cache import LabelCache
 from .errors import ConfigError, EndpointError, InputError, JudgeError
 from .judges import Judge, Verdict, make_judge
 from .limits import RateLimiter, RetryPolicy, cost_usd
+from .pool import pool_pairs
 from .schema import LABEL_COLUMNS, PAIR_COLUMNS
 
 T = TypeVar("T")
+__all__ = ["LabelResult", "LabelSummary", "alabel_pairs", "label", "label_pairs", "pool_pairs",
+           "run_sync"]
 
 
 class LabelSummary(BaseModel):
@@ -83,14 +86,14 @@ class LabelResult:
 
 def label(pairs: pd.DataFrame | str | os.PathLike[str], model: str = "lexical", *,
           base_url: str | None = None, prompt: str = "default",
-          cache_dir: str | os.PathLike[str] | None = None, use_cache: bool = True,
+          cache_dir: str | os.PathLike[str] | None = None, no_cache: bool = False,
           concurrency: int = 8, rpm: float | None = None, tpm: float | None = None,
           max_retries: int = 5, timeout: float = 60.0, samples: int = 1,
           temperature: float | None = None, max_tokens: int = 200, logprobs: bool = False,
           prices: Mapping[str, tuple[float, float]] | None = None,
           backoff_base: float = 1.0, backoff_max: float = 60.0,
           azure: bool | None = None, api_version: str | None = None,
-          progress: bool | None = None) -> LabelResult:
+          structured: str = "auto", progress: bool | None = None) -> LabelResult:
     """Label pairs with ``model`` (``"lexical"``: the offline baseline). Works in notebooks.
 
     Usage::
@@ -101,8 +104,9 @@ def label(pairs: pd.DataFrame | str | os.PathLike[str], model: str = "lexical", 
     df = io.read_pairs(pairs) if isinstance(pairs, (str, os.PathLike)) else pairs
     judge = make_judge(model, base_url=base_url, prompt=prompt, samples=samples,
                        temperature=temperature, max_tokens=max_tokens, logprobs=logprobs,
-                       timeout=timeout, azure=azure, api_version=api_version)
-    cache = LabelCache(cache_dir) if use_cache and judge.cacheable else None
+                       timeout=timeout, azure=azure, api_version=api_version,
+                       structured=structured)
+    cache = LabelCache(cache_dir) if judge.cacheable and not no_cache else None
     policy = RetryPolicy(max_retries, backoff_base, backoff_max)
     try:
         return label_pairs(df, judge, cache=cache, concurrency=concurrency, rpm=rpm, tpm=tpm,

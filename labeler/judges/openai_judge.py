@@ -307,7 +307,7 @@ class OpenAIJudge:
         if self.logprobs:
             content = getattr(getattr(choice, "logprobs", None), "content", None)
             if content:
-                eg = expected_grade([_plain(t) for t in content])
+                eg = expected_grade(content)
         return Verdict(grade=int(judgement.grade), rationale=judgement.rationale,
                        input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                        output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
@@ -377,9 +377,3 @@ def _cause(exc: BaseException) -> str:
     cause = exc.__cause__ or exc.__context__
     return f"{type(cause).__name__}: {cause}"[:200] if cause else str(exc)[:200]
 
-
-def _plain(token: Any) -> dict[str, Any]:
-    """A logprob token (pydantic object or dict) as a plain dict."""
-    if hasattr(token, "model_dump"):
-        return token.model_dump()
-    return dict(token)

@@ -1,0 +1,83 @@
+"""Pooling: the pairs to judge are the union of each run's top ``depth`` (how TREC builds
+test sets).
+
+Each run is ranked the trec_eval way (score descending, then chunk id descending) before
+its top ``depth`` per query is taken. Pairs come out grouped by query (in the order the
+queries first appear in the runs), then by their best rank in any run, then chunk id.
+
+Usage::
+
+    from labeler import io
+    from labeler.pool import pool_pairs
+    pairs = pool_pairs(io.read_queries("q.tsv"), io.read_corpus("corpus.jsonl"),
+                       io.read_runs(["bm25.run", "dense.run"]), depth=10)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import pandas as pd
+
+from .errors import ConfigError, InputError
+
+
+def pool_pairs(queries: pd.DataFrame, corpus: pd.DataFrame, runs: pd.DataFrame, depth: int,
+               *, run_paths: Mapping[str, str | os.PathLike[str]] | None = None
+               ) -> pd.DataFrame:
+    """Pairs ``query_id, query, chunk_id, chunk`` pooled from the top ``depth`` of each run.
+
+    ``run_paths`` maps a run tag (``system``) to its file, to name it in error messages.
+    A query or chunk of a pooled pair missing from ``queries``/``corpus`` is an InputError.
+    """
+    if depth < 1:
+        raise ConfigError(f"--depth must be at least 1, got {depth}")
+    for frame, cols, what in ((queries, ("query_id", "query"), "queries"),
+                              (corpus, ("chunk_id", "chunk"), "corpus"),
+                              (runs, ("query_id", "chunk_id", "score"), "runs")):
+        missing = [c for c in cols if c not in frame.columns]
+        if missing:
+            raise InputError(f"{what} need the column(s) {', '.join(missing)}")
+    if runs.empty:
+        raise InputError("there are no runs to pool from")
+    run = runs[["query_id", "chunk_id", "score"]].astype({"query_id": str, "chunk_id": str})
+    run["system"] = runs["system"].astype(str) if "system" in runs.columns else "run"
+    run["order"] = range(len(run))
+    ranked = run.sort_values(["system", "query_id", "score", "chunk_id"],
+                             ascending=[True, True, False, False], kind="stable")
+    ranked["rank"] = ranked.groupby(["system", "query_id"], sort=False).cumcount() + 1
+    top = ranked.loc[ranked["rank"] <= depth]
+
+    texts_q = dict(zip(queries["query_id"].astype(str), queries["query"].astype(str)))
+    texts_c = dict(zip(corpus["chunk_id"].astype(str), corpus["chunk"].astype(str)))
+    _check_known(top, "query_id", texts_q, "queries", run_paths)
+    _check_known(top, "chunk_id", texts_c, "corpus", run_paths)
+
+    first_seen = run.groupby("query_id", sort=False)["order"].min()
+    pooled = (top.groupby(["query_id", "chunk_id"], sort=False)["rank"].min()
+              .reset_index())
+    pooled["q_order"] = pooled["query_id"].map(first_seen)
+    pooled = pooled.sort_values(["q_order", "rank", "chunk_id"], kind="stable")
+    return pd.DataFrame({
+        "query_id": pooled["query_id"].to_numpy(),
+        "query": pooled["query_id"].map(texts_q).to_numpy(),
+        "chunk_id": pooled["chunk_id"].to_numpy(),
+        "chunk": pooled["chunk_id"].map(texts_c).to_numpy(),
+    })
+
+
+def _check_known(top: pd.DataFrame, col: str, known: Mapping[str, str], what: str,
+                 run_paths: Mapping[str, str | os.PathLike[str]] | None) -> None:
+    unknown = ~top[col].isin(known.keys())
+    if not unknown.any():
+        return
+    row = top.loc[unknown].sort_values("order").iloc[0]
+    system = str(row["system"])
+    path = (run_paths or {}).get(system, f"run {system!r}")
+    n = int(top.loc[unknown, col].nunique())
+    more = f" ({n - 1} more such ids)" if n > 1 else ""
+    which = (f"query {row[col]!r}" if col == "query_id"
+             else f"chunk {row[col]!r} (query {row['query_id']!r})")
+    raise InputError(f"{which} is ranked in the run but missing from the {what} file{more}",
+                     path=path)

@@ -1,0 +1,167 @@
+"""The verdict cache: keys, re-runs with zero calls, kill -9 resumption, shared directories."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+from click.testing import CliRunner
+
+from labeler import io
+from labeler.cache import LabelCache, cache_key, default_cache_dir
+from labeler.cli import main
+from labeler.judges import Verdict
+from labeler.label import label_pairs
+from labeler.limits import RetryPolicy
+from labeler.testing import FakeLLMServer, FaultPlan
+
+from labelkit import FAST, judge_for, make_pairs, server_grades, write_pairs
+
+
+def test_key_is_canonical_and_covers_what_changes_the_answer() -> None:
+    with FakeLLMServer() as srv:
+        base = judge_for(srv).cache_material("q", "c")
+        assert cache_key(base) == cache_key(dict(reversed(list(base.items()))))
+        variants = [judge_for(srv, temperature=0.3), judge_for(srv, max_tokens=20),
+                    judge_for(srv, logprobs=True), judge_for(srv, prompt="umbrela-style")]
+        keys = {cache_key(j.cache_material("q", "c")) for j in variants}
+        keys |= {cache_key(judge_for(srv).cache_material("q2", "c")),
+                 cache_key(judge_for(srv).cache_material("q", "c2")),
+                 cache_key(judge_for(srv, samples=3).cache_material("q", "c", 1)),
+                 cache_key(judge_for(srv, samples=3).cache_material("q", "c", 2))}
+        assert cache_key(base) not in keys and len(keys) == 8
+        other = judge_for(srv)
+        other.model = "another-model"
+        assert cache_key(other.cache_material("q", "c")) != cache_key(base)
+
+
+def test_cache_round_trip_and_default_directory(tmp_path: Path) -> None:
+    assert default_cache_dir() == Path(os.environ["LABELER_CACHE_DIR"])
+    v = Verdict(grade=2, rationale="r", input_tokens=10, output_tokens=3, expected_grade=1.9,
+                raw="the raw answer")
+    with LabelCache(tmp_path / "c") as cache:
+        cache.set("k", v)
+        assert "k" in cache and len(cache) == 1
+        got = cache.get("k")
+        assert cache.get("missing") is None
+    assert got == Verdict(grade=2, rationale="r", input_tokens=10, output_tokens=3,
+                          expected_grade=1.9)
+
+
+def test_rerun_of_a_finished_job_makes_zero_calls_even_with_the_server_gone(
+        tmp_path: Path) -> None:
+    pairs = make_pairs(30)
+    with LabelCache(tmp_path / "cache") as cache:
+        with FakeLLMServer() as srv:
+            judge = judge_for(srv)
+            first = label_pairs(pairs, judge, cache=cache, retry=FAST)
+            srv.reset()
+            second = label_pairs(pairs, judge, cache=cache, retry=FAST)
+            assert srv.calls == 0
+        # The endpoint is down now: no preflight is needed, every label comes from the cache.
+        third = label_pairs(pairs, judge, cache=cache, retry=FAST)
+    assert second.summary.calls == 0 and second.summary.cached == 30
+    assert second.records["cached"].all() and (second.records["attempts"] == 0).all()
+    assert second.summary.input_tokens == 0
+    for again in (second, third):
+        assert again.records["grade"].tolist() == first.records["grade"].tolist()
+        assert again.records["rationale"].tolist() == first.records["rationale"].tolist()
+
+
+def test_failures_are_not_cached_and_only_they_are_asked_again(tmp_path: Path) -> None:
+    pairs = make_pairs(20)
+    with LabelCache(tmp_path / "cache") as cache, FakeLLMServer() as srv:
+        judge = judge_for(srv, structured="json_schema")
+        srv.set(faults=FaultPlan(unavailable=0.3))
+
+        first = label_pairs(pairs, judge, cache=cache, retry=RetryPolicy(0, 0, 0))
+        n_failed = first.summary.failed
+        assert 0 < n_failed < 20 and len(cache) == 20 - n_failed
+        srv.set(faults=FaultPlan())
+        srv.reset()
+        second = label_pairs(pairs, judge, cache=cache, retry=FAST)
+        assert srv.calls == n_failed
+        expected = server_grades(srv)
+    assert second.summary.failed == 0 and second.summary.cached == 20 - n_failed
+    redone = second.records[~second.records["cached"]]
+    assert redone["chunk_id"].tolist() == first.records.loc[
+        first.records["status"] == "failed", "chunk_id"].tolist()
+    assert [int(g) for g in redone["grade"]] == [expected[c] for c in redone["chunk_id"]]
+
+
+def _label_cmd(url: str, pairs: Path, out: Path, cache: Path, concurrency: int) -> list[str]:
+    return [sys.executable, "-m", "labeler", "label", "--pairs", str(pairs), "--model",
+            "fake-judge", "--base-url", url, "--out", str(out), "--cache-dir", str(cache),
+            "--concurrency", str(concurrency), "--backoff-base", "0.01", "--backoff-max",
+            "0.05"]
+
+
+def test_kill_9_midway_then_rerun_finishes_asking_only_what_was_in_flight(
+        tmp_path: Path) -> None:
+    n, concurrency = 48, 4
+    pairs = write_pairs(make_pairs(n), tmp_path / "pairs.jsonl")
+    out, cache_dir = tmp_path / "labels.jsonl", tmp_path / "cache"
+    with FakeLLMServer(latency=0.15) as srv:
+        proc = subprocess.Popen(_label_cmd(srv.base_url, pairs, out, cache_dir, concurrency),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while srv.calls < 20 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL
+        assert not out.exists()  # no half-written output
+        with LabelCache(cache_dir) as cache:
+            n_cached = len(cache)
+        assert 10 <= n_cached < n
+        srv.reset()
+        done = CliRunner().invoke(main, _label_cmd(srv.base_url, pairs, out, cache_dir,
+                                                   concurrency)[3:])
+        assert done.exit_code == 0, done.output
+        assert srv.calls <= (n - n_cached) + concurrency
+        asked_again = srv.calls
+    labels = io.read_labels(out)
+    assert len(labels) == n and (labels["status"] == "ok").all()
+    assert int(labels["cached"].sum()) == n - asked_again
+    expected = {c: FakeLLMServer.grade_for(m) for c, m in _messages(make_pairs(n)).items()}
+    assert [int(g) for g in labels["grade"]] == [expected[c] for c in labels["chunk_id"]]
+
+
+def _messages(pairs: pd.DataFrame) -> dict[str, list[dict[str, str]]]:
+    from labeler.prompts import load_prompt
+
+    prompt = load_prompt("default")
+    return {r.chunk_id: prompt.render(r.query, r.chunk) for r in pairs.itertuples()}
+
+
+def test_two_jobs_sharing_one_cache_directory_both_finish(tmp_path: Path) -> None:
+    """A `labeler label` process and an in-process job label the same pairs at the same
+    time into one cache directory: both finish with the right labels."""
+    n = 60
+    pairs = make_pairs(n)
+    write_pairs(pairs, tmp_path / "pairs.jsonl")
+    cache_dir, out = tmp_path / "shared-cache", tmp_path / "labels.jsonl"
+    with FakeLLMServer(latency=0.08) as srv:
+        proc = subprocess.Popen(_label_cmd(srv.base_url, tmp_path / "pairs.jsonl", out,
+                                           cache_dir, 4),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while srv.calls < 4 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        with LabelCache(cache_dir) as cache:
+            mine = label_pairs(pairs, judge_for(srv), cache=cache, retry=FAST, concurrency=4)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert srv.calls <= 2 * n
+    expected = {c: FakeLLMServer.grade_for(m) for c, m in _messages(pairs).items()}
+    for labels in (io.read_labels(out), mine.records):
+        assert (labels["status"] == "ok").all()
+        assert [int(g) for g in labels["grade"]] == [expected[c] for c in labels["chunk_id"]]
+    assert mine.summary.cached > 0  # it did pick up what the other process had stored
+    with LabelCache(cache_dir) as cache:
+        assert len(cache) == n
