@@ -204,8 +204,13 @@ def run_pipeline(cfg: Config, *, config_path: str | Path | None = None,
         prev_id, prev_labels, prev_scores, prev_manifest = _previous(out_dir)
         run_dir = new_run_dir(out_dir, now)
         with log_to_file(run_dir / "run.log"):
-            outcome = _run_in(cfg, run_dir, config_path, progress, prev_id, prev_labels,
-                              prev_scores, prev_manifest)
+            try:
+                outcome = _run_in(cfg, run_dir, config_path, progress, prev_id, prev_labels,
+                                  prev_scores, prev_manifest)
+            except BaseException as exc:  # recorded in run.log, then handled by the caller
+                log.error("run failed, %s left unfinished: %s: %s", run_dir.name,
+                          type(exc).__name__, exc)
+                raise
         final = finish_run_dir(run_dir)
         set_latest(out_dir, final)
     outcome.files = {k: final / p.relative_to(run_dir) for k, p in outcome.files.items()}

@@ -93,13 +93,17 @@ def test_nightly_job_outputs_cache_and_drift(tmp_path: Path, fake_llm,
     fake_llm.set(grade_fn=lambda text: 3)
     before = io.read_labels(run2 / "labels.jsonl")
     expect_changed = int((before["grade"] != 3).sum())
-    third = _run(str(_job(tmp_path, fake_llm.base_url, cache="cache-2")), "--fail-on-drift")
+    third = _run(str(_job(tmp_path, fake_llm.base_url, cache="cache-2")), "--fail-on-drift",
+                 "--drift-threshold", "1")
     assert third.exit_code == 4, third.output
     assert "drift past the thresholds" in third.stderr
     run3 = _latest(out)
     drift = json.loads((run3 / "drift.json").read_text())
     assert drift["previous"] == run2.name and drift["drifted"] is True
     assert drift["labels"]["n_changed"] == expect_changed > 0
+    assert drift["thresholds"]["max_ndcg_delta"] == 1.0  # --drift-threshold
+    assert drift["reasons"][0].endswith("LLM grades changed "
+                                        f"({expect_changed / n_pairs:.1%} > 5.0%)")
     assert len(drift["labels"]["changed"]) == expect_changed
     assert all(c["current"] == 3 for c in drift["labels"]["changed"])
 
@@ -113,9 +117,10 @@ def test_failed_pairs_exit_3_with_every_pair_in_the_output(tmp_path: Path, fake_
     fake_llm.set(faults=FaultPlan(malformed=0.3))
     config = _job(tmp_path, fake_llm.base_url)
     config.write_text(config.read_text().replace("max_retries = 1", "max_retries = 0"))
-    result = _run(str(config))
+    result = _run(str(config), "--out", str(tmp_path / "elsewhere"))
     assert result.exit_code == 3, result.output
-    labels = io.read_labels(_latest(tmp_path / "out") / "labels.jsonl")
+    assert not (tmp_path / "out").exists()  # --out overrides out_dir
+    labels = io.read_labels(_latest(tmp_path / "elsewhere") / "labels.jsonl")
     failed = labels["status"] == "failed"
     assert failed.any() and (~failed).any()
     assert labels.loc[failed, "grade"].isna().all()
@@ -141,15 +146,13 @@ def test_a_second_concurrent_run_is_refused(tmp_path: Path, fake_llm) -> None:
     assert not (tmp_path / "out" / "runs").exists()
 
 
-def test_out_and_drift_threshold_flags(tmp_path: Path, fake_llm) -> None:
-    config = _job(tmp_path, fake_llm.base_url)
-    assert _run(str(config), "--out", str(tmp_path / "elsewhere")).exit_code == 0
-    assert (tmp_path / "elsewhere" / "latest.txt").is_file()
-    assert not (tmp_path / "out").exists()
-    fake_llm.set(grade_fn=lambda text: 0)
-    again = _run(str(_job(tmp_path, fake_llm.base_url, cache="cache-3")), "--out",
-                 str(tmp_path / "elsewhere"), "--drift-threshold", "1")
-    assert again.exit_code == 0  # drift reported, not fatal without --fail-on-drift
-    drift = json.loads((_latest(tmp_path / "elsewhere") / "drift.json").read_text())
-    assert drift["thresholds"]["max_ndcg_delta"] == 1.0
-    assert drift["labels"]["n_changed"] > 0
+def test_unreachable_endpoint_exits_2_and_leaves_latest_alone(tmp_path: Path) -> None:
+    config = _job(tmp_path, "http://127.0.0.1:9/v1")
+    result = _run(str(config), "--log-level", "error")
+    assert result.exit_code == 2, result.output
+    assert "127.0.0.1:9" in result.stderr
+    out = tmp_path / "out"
+    assert not (out / "latest.txt").exists()
+    (partial,) = (out / "runs").iterdir()
+    assert partial.name.endswith(".partial")
+    assert "run failed" in (partial / "run.log").read_text()

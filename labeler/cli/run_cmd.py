@@ -60,11 +60,10 @@ def _fmt(x: Any, signed: bool = False) -> str:
 
 def summary_text(outcome: Any) -> str:
     """The short summary both commands print: labels, agreement, runs × human/llm/delta."""
-    s = outcome.label_summary
-    lines = [f"run {outcome.run_dir.name}: {s.get('n_pairs', '?')} pairs — "
-             f"{s.get('judged', 0)} judged, {s.get('cached', 0)} cached, "
-             f"{s.get('failed', 0)} failed; {s.get('input_tokens', 0) or 0:,} + "
-             f"{s.get('output_tokens', 0) or 0:,} tokens, ${s.get('cost_usd', 0) or 0:.4f}"]
+    from ..label import LabelSummary
+
+    lines = [f"run {outcome.run_dir.name}: "
+             + LabelSummary.model_validate(outcome.label_summary).render()]
     a = outcome.agreement
     if a:
         lines.append(f"agreement with the human labels on {a['n']} pairs: exact "
