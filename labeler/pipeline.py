@@ -128,8 +128,9 @@ def label_stage(cfg: Config, pairs: pd.DataFrame, progress: Any = None) -> Any:
     from .label import label
 
     j = cfg.judge
-    if j.model not in LEXICAL_NAMES and j.api_key_env not in os.environ and not (
-            j.base_url or os.environ.get("OPENAI_BASE_URL")):
+    local = bool(j.base_url or os.environ.get("OPENAI_BASE_URL"))
+    needs_key = "api_key_env" in j.model_fields_set or not local  # named, or api.openai.com
+    if j.model not in LEXICAL_NAMES and needs_key and j.api_key_env not in os.environ:
         raise ConfigError(f"judge.api_key_env: the variable {j.api_key_env} is not set "
                           f"(needed to call {j.model!r}); export it, or set judge.base_url "
                           "for a local server, or judge.model = \"lexical\"")

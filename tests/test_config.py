@@ -116,3 +116,13 @@ def test_prompt_file_resolves_against_the_config(tmp_path: Path) -> None:
     assert cfg.judge.prompt == str((tmp_path / "jobs" / "prompts" / "mine.txt").resolve())
     named = load_config(_config(tmp_path, BASE + 'prompt = "umbrela"\n'))
     assert named.judge.prompt == "umbrela"
+
+
+@pytest.mark.parametrize("name", ["openai", "azure", "vllm", "ollama"])
+def test_example_configs_validate_and_point_at_the_sample(name: str) -> None:
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    cfg = load_config(examples / f"{name}.toml")
+    assert len(cfg.inputs.runs) == 3 and cfg.human is not None
+    assert cfg.inputs.queries is not None and cfg.inputs.queries.is_file()
+    assert (cfg.judge.base_url is None) == (name == "openai")
+    assert (cfg.judge.api_version is not None) == (name == "azure")
