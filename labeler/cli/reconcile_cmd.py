@@ -127,15 +127,16 @@ def _counts_text(merged: dict[str, Any]) -> str:
 def _calibration_text(cal: dict[str, Any]) -> str:
     b, a = cal["before"], cal["after"]
 
-    def show(x: float | None) -> str:
-        return "undefined" if x is None else f"{x:.3f}"
+    def show(x: float | None, signed: bool = False) -> str:
+        return "undefined" if x is None else f"{x:+.3f}" if signed else f"{x:.3f}"
 
     rows = [f"calibration ({cal['method']}, mapping {cal['mapping']}; {cal['evaluation']}):"]
     for key, name in (("exact_agreement", "exact agreement"),
                       ("cohen_kappa_quadratic", "quadratic kappa"),
                       ("krippendorff_alpha_ordinal", "Krippendorff alpha"),
                       ("mean_signed_difference", "mean signed difference")):
-        rows.append(f"  {name:<24} {show(b[key])} -> {show(a[key])}")
+        signed = key == "mean_signed_difference"
+        rows.append(f"  {name:<24} {show(b[key], signed)} -> {show(a[key], signed)}")
     return "\n".join(rows)
 
 
