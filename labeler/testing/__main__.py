@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--watch-stdin", action="store_true", help="exit when stdin closes")
     serve.add_argument("--max-seconds", type=float, default=0.0, help="exit after this long")
     args = parser.parse_args(argv)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        parser.error("the fake server only listens on the loopback interface (127.0.0.1)")
     serve_forever(args)
 
 
