@@ -54,7 +54,7 @@ class Swap:
                 "human": [_num(v) for v in self.human], "llm": [_num(v) for v in self.llm]}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Comparison:
     """NDCG@k of each run under human and under LLM labels, and what changes between them.
 
