@@ -24,9 +24,11 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from . import io
-from ._ndcg import KernelOut, QrelsArrays, RunArrays, as_arrow_strings, discounts, gain_of, kernel
+from ._ndcg import (DuplicateKeys, KernelOut, QrelsArrays, RunArrays, arrow_strings, clean_ids,
+                    discounts, gain_of, kernel)
 from .errors import ConfigError
 
 Gain = Literal["linear", "exponential"]
@@ -124,11 +126,12 @@ class ScoreResult:
 
     def to_markdown(self) -> str:
         """A readable Markdown table: one line per run and k."""
-        lines = ["| run | k | mean NDCG@k | median | queries | IDCG 0 (left out) | judged share |",
+        lines = ["| run | k | mean NDCG@k | median | queries | IDCG 0 | judged share |",
                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for row in self.summary.itertuples(index=False):
-            lines.append(f"| {row.system} | {row.k} | {_fmt(row.mean)} | {_fmt(row.median)} | "
-                         f"{row.n_queries} | {row.n_empty} | {_fmt(row.judged_share)} |")
+            lines.append(f"| {row.system} | {row.k} | {format_value(row.mean)} | "
+                         f"{format_value(row.median)} | {row.n_queries} | {row.n_empty} | "
+                         f"{format_value(row.judged_share)} |")
         note = ("IDCG-0 queries counted as 0" if self.include_empty
                 else "queries with no relevant judged chunk left out of mean and median")
         lines.append("")
@@ -141,8 +144,9 @@ def _num(x: Any) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _fmt(x: float) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4f}"
+def format_value(x: float | None) -> str:
+    """A score as text: 4 decimals, "–" for none."""
+    return "–" if x is None or math.isnan(float(x)) else f"{float(x):.4f}"
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -158,8 +162,18 @@ def evaluate(qrels: Any, run: Any, k: int | Sequence[int] = 10, gain: Gain = "li
     Usage: ``res = score.evaluate(qrels_df, run_df, k=[5, 10]); res.summary``
     """
     ks, gain, ideal = _check_options(k, gain, ideal)
-    return _evaluate_frames(io.as_qrels(qrels), io.as_run(run), ks, gain, ideal,
-                            bool(include_empty))
+    qa, check_q = _qrels_input(qrels)
+    ra, check_r = _run_input(run)
+    while True:
+        try:
+            out = kernel(ra, qa, ks, gain, ideal, check_run=check_r, check_qrels=check_q)
+            break
+        except DuplicateKeys as dup:  # let io find (and name) the duplicate, or clear it
+            if dup.which == "run":
+                ra, check_r = _run_arrays(io.as_run(run)), False
+            else:
+                qa, check_q = _qrels_arrays(io.as_qrels(qrels)), False
+    return _result(out, ks, gain, ideal, bool(include_empty))
 
 
 def evaluate_files(qrels: str | os.PathLike[str], runs: Sequence[str | os.PathLike[str]],
@@ -207,19 +221,80 @@ def _check_k(k: Any) -> int:
 
 def _evaluate_frames(qrels: pd.DataFrame, run: pd.DataFrame, ks: list[int], gain: str,
                      ideal: str, include_empty: bool) -> ScoreResult:
-    """Score validated frames (``io`` conventions) without copying them."""
-    run_arrays = RunArrays(system=run["system"], query=run["query_id"],
-                           chunk=as_arrow_strings(run["chunk_id"]),
-                           score=run["score"].to_numpy(dtype=np.float64))
-    qrels_arrays = QrelsArrays(query=qrels["query_id"],
-                               chunk=as_arrow_strings(qrels["chunk_id"]),
-                               grade=qrels["grade"].to_numpy(dtype=np.int64))
-    out = kernel(run_arrays, qrels_arrays, ks, gain, ideal)
+    """Score frames already validated by ``io`` (no copy, no second validation)."""
+    out = kernel(_run_arrays(run), _qrels_arrays(qrels), ks, gain, ideal)
+    return _result(out, ks, gain, ideal, include_empty)
+
+
+def _result(out: KernelOut, ks: list[int], gain: str, ideal: str, include_empty: bool
+            ) -> ScoreResult:
     per_query = _per_query(out, ks, include_empty)
     summary = _summary(per_query, out, ks)
     systems = list(dict.fromkeys(out.systems.tolist()))
     return ScoreResult(per_query=per_query, summary=summary, ks=list(ks), gain=gain,
                        ideal=ideal, include_empty=include_empty, systems=systems)
+
+
+def _run_arrays(run: pd.DataFrame) -> RunArrays:
+    return RunArrays(system=arrow_strings(run["system"]), query=arrow_strings(run["query_id"]),
+                     chunk=arrow_strings(run["chunk_id"]),
+                     score=run["score"].to_numpy(dtype=np.float64))
+
+
+def _qrels_arrays(qrels: pd.DataFrame) -> QrelsArrays:
+    return QrelsArrays(query=arrow_strings(qrels["query_id"]),
+                       chunk=arrow_strings(qrels["chunk_id"]),
+                       grade=qrels["grade"].to_numpy(dtype=np.int64))
+
+
+def _run_input(run: Any) -> tuple[RunArrays, bool]:
+    """Arrays of a run, and whether duplicates are still to be checked.
+
+    A DataFrame that ``io.as_run`` would keep unchanged (string ids without surrounding
+    blanks, numeric scores) is used as it is; anything else goes through ``io.as_run``.
+    """
+    if isinstance(run, pd.DataFrame) and {"query_id", "chunk_id", "score"} <= set(run.columns):
+        try:
+            fast = _fast_run(run)
+        except (pa.ArrowException, TypeError, ValueError):
+            fast = None
+        if fast is not None:
+            return fast, True
+    return _run_arrays(io.as_run(run)), False
+
+
+def _fast_run(run: pd.DataFrame) -> RunArrays | None:
+    if run["score"].dtype.kind not in "fiu":
+        return None
+    score = run["score"].to_numpy(dtype=np.float64)
+    if np.isnan(score).any():
+        return None
+    query, chunk = arrow_strings(run["query_id"]), arrow_strings(run["chunk_id"])
+    if not (clean_ids(query) and clean_ids(chunk)):
+        return None
+    system: pa.Array | str = "run"
+    if "system" in run.columns:
+        system = arrow_strings(run["system"])
+        if system.null_count:
+            return None
+    return RunArrays(system=system, query=query, chunk=chunk, score=score)
+
+
+def _qrels_input(qrels: Any) -> tuple[QrelsArrays, bool]:
+    """Arrays of qrels, and whether duplicates are still to be checked (see _run_input)."""
+    if (isinstance(qrels, pd.DataFrame) and "status" not in qrels.columns
+            and {"query_id", "chunk_id", "grade"} <= set(qrels.columns)
+            and qrels["grade"].dtype.kind in "iu"):
+        grade = qrels["grade"].to_numpy(dtype=np.int64)
+        try:
+            query, chunk = arrow_strings(qrels["query_id"]), arrow_strings(qrels["chunk_id"])
+        except (pa.ArrowException, TypeError, ValueError):
+            query = chunk = None
+        if (query is not None and chunk is not None and len(grade)
+                and grade.min() >= 0 and grade.max() <= 3
+                and clean_ids(query) and clean_ids(chunk)):
+            return QrelsArrays(query=query, chunk=chunk, grade=grade), True
+    return _qrels_arrays(io.as_qrels(qrels)), False
 
 
 def _per_query(out: KernelOut, ks: list[int], include_empty: bool) -> pd.DataFrame:

@@ -13,7 +13,7 @@ import json
 import click
 
 from .. import io
-from ..score import GAINS, IDEALS, ScoreResult, evaluate_files
+from ..score import GAINS, IDEALS, ScoreResult, evaluate_files, format_value
 from . import main
 
 
@@ -64,11 +64,12 @@ def _print_table(result: ScoreResult, per_query: bool) -> None:
     table = Table(title="NDCG@k", title_justify="left")
     for col, justify in (("run", "left"), ("k", "right"), ("mean", "right"),
                          ("median", "right"), ("queries", "right"),
-                         ("IDCG 0 (left out)", "right"), ("judged share", "right")):
+                         ("IDCG 0", "right"), ("judged share", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for row in result.summary.itertuples(index=False):
-        table.add_row(str(row.system), str(row.k), _fmt(row.mean), _fmt(row.median),
-                      str(row.n_queries), str(row.n_empty), _fmt(row.judged_share))
+        table.add_row(str(row.system), str(row.k), format_value(row.mean),
+                      format_value(row.median), str(row.n_queries), str(row.n_empty),
+                      format_value(row.judged_share))
     console.print(table)
     if result.include_empty:
         console.print("Judged queries with no relevant chunk count as 0.")
@@ -80,10 +81,7 @@ def _print_table(result: ScoreResult, per_query: bool) -> None:
         for col in ("run", "query", "k", "ndcg", "judged share"):
             detail.add_column(col)
         for row in pq.itertuples(index=False):
-            detail.add_row(str(row.system), str(row.query_id), str(row.k), _fmt(row.ndcg),
-                           _fmt(row.judged_at_k))
+            detail.add_row(str(row.system), str(row.query_id), str(row.k),
+                           format_value(row.ndcg), format_value(row.judged_at_k))
         console.print(detail)
 
-
-def _fmt(x: float) -> str:
-    return "–" if x != x else f"{x:.4f}"
