@@ -564,11 +564,18 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are shared files
         os.replace(tmp_path, target)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text(text: str, path: PathLike) -> Path:

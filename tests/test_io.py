@@ -114,3 +114,11 @@ def test_labels_roundtrip_keeps_failed_rows(tmp_path: Path) -> None:
     assert back["status"].tolist() == ["ok", "failed"]
     assert back["grade"].isna().tolist() == [False, True]
     assert io.read_qrels(out)["chunk_id"].tolist() == ["a"]
+
+
+def test_outputs_get_normal_permissions(tmp_path: Path) -> None:
+    import os
+    out = io.write_text("x", tmp_path / "report.html")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask
