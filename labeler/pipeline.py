@@ -122,10 +122,9 @@ def _api_key_from(env_name: str) -> Iterator[None]:
             os.environ["OPENAI_API_KEY"] = old
 
 
-def label_stage(cfg: Config, pairs: pd.DataFrame, progress: Any = None) -> Any:
-    """Label ``pairs`` with the configured judge; returns the stage's ``LabelResult``."""
+def check_judge(cfg: Config) -> None:
+    """Refuse a job whose judge cannot work, before anything runs: the named key is missing."""
     from .judges import LEXICAL_NAMES
-    from .label import label
 
     j = cfg.judge
     local = bool(j.base_url or os.environ.get("OPENAI_BASE_URL"))
@@ -134,6 +133,14 @@ def label_stage(cfg: Config, pairs: pd.DataFrame, progress: Any = None) -> Any:
         raise ConfigError(f"judge.api_key_env: the variable {j.api_key_env} is not set "
                           f"(needed to call {j.model!r}); export it, or set judge.base_url "
                           "for a local server, or judge.model = \"lexical\"")
+
+
+def label_stage(cfg: Config, pairs: pd.DataFrame, progress: Any = None) -> Any:
+    """Label ``pairs`` with the configured judge; returns the stage's ``LabelResult``."""
+    from .label import label
+
+    j = cfg.judge
+    check_judge(cfg)
     with _api_key_from(j.api_key_env):
         return label(pairs, model=j.model, base_url=j.base_url, prompt=j.prompt,
                      concurrency=j.concurrency, rpm=j.rpm, tpm=j.tpm,
@@ -200,6 +207,7 @@ def run_pipeline(cfg: Config, *, config_path: str | Path | None = None,
 
     Raises :class:`~labeler.rundir.LockedError` when another run holds the output directory.
     """
+    check_judge(cfg)
     out_dir = Path(cfg.out_dir)
     with hold_lock(out_dir):
         prev_id, prev_labels, prev_scores, prev_manifest = _previous(out_dir)

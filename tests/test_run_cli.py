@@ -17,7 +17,8 @@ from labeler.testing import FaultPlan
 SECRET = "sk-test-never-write-me-0123456789"
 
 
-def _job(tmp_path: Path, base_url: str, cache: str = "cache", extra: str = "") -> Path:
+def _job(tmp_path: Path, base_url: str, cache: str = "cache", extra: str = "",
+         key_env: str | None = None) -> Path:
     if not (tmp_path / "data").exists():
         copy_sample(tmp_path / "data")
     path = tmp_path / "job.toml"
@@ -33,7 +34,7 @@ depth = 2
 [judge]
 model = "fake-judge"
 base_url = "{base_url}"
-api_key_env = "NIGHTLY_KEY"
+{f'api_key_env = "{key_env}"' if key_env else ""}
 concurrency = 4
 max_retries = 1
 {extra}
@@ -55,7 +56,8 @@ def _latest(out: Path) -> Path:
 def test_nightly_job_outputs_cache_and_drift(tmp_path: Path, fake_llm,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NIGHTLY_KEY", SECRET)
-    config = _job(tmp_path, fake_llm.base_url)
+    fake_llm.set(api_key=SECRET)  # answers 401 to any other key: api_key_env is honoured
+    config = _job(tmp_path, fake_llm.base_url, key_env="NIGHTLY_KEY")
     first = _run(str(config))
     assert first.exit_code == 0, first.output
     out = tmp_path / "out"
@@ -93,7 +95,8 @@ def test_nightly_job_outputs_cache_and_drift(tmp_path: Path, fake_llm,
     fake_llm.set(grade_fn=lambda text: 3)
     before = io.read_labels(run2 / "labels.jsonl")
     expect_changed = int((before["grade"] != 3).sum())
-    third = _run(str(_job(tmp_path, fake_llm.base_url, cache="cache-2")), "--fail-on-drift",
+    third = _run(str(_job(tmp_path, fake_llm.base_url, cache="cache-2", key_env="NIGHTLY_KEY")),
+                 "--fail-on-drift",
                  "--drift-threshold", "1")
     assert third.exit_code == 4, third.output
     assert "drift past the thresholds" in third.stderr
@@ -156,3 +159,11 @@ def test_unreachable_endpoint_exits_2_and_leaves_latest_alone(tmp_path: Path) ->
     (partial,) = (out / "runs").iterdir()
     assert partial.name.endswith(".partial")
     assert "run failed" in (partial / "run.log").read_text()
+
+
+def test_a_named_key_variable_that_is_unset_stops_before_the_run(tmp_path: Path,
+                                                                 fake_llm) -> None:
+    result = _run(str(_job(tmp_path, fake_llm.base_url, key_env="NIGHTLY_KEY")))
+    assert result.exit_code == 2
+    assert "judge.api_key_env: the variable NIGHTLY_KEY is not set" in result.stderr
+    assert fake_llm.calls == 0 and not (tmp_path / "out").exists()
