@@ -93,7 +93,12 @@ def _labels_from_frame(src: pd.DataFrame, name: str, grade_map: io.GradeMap) -> 
         df[col] = io._as_id(df[col], col, name, loc)
     df["status"] = df["status"].astype(str) if "status" in df.columns else "ok"
     df["grade"] = io.parse_grades(df["grade"], name, loc, grade_map, allow_missing=True)
-    df.loc[df["grade"].isna(), "status"] = "failed"
+    bad = ~df["status"].isin(["ok", "failed"]) | ((df["status"] == "ok") & df["grade"].isna())
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(f"status must be 'ok' (with a grade) or 'failed', got "
+                         f"{df['status'].iloc[i]!r} with grade {df['grade'].iloc[i]}",
+                         path=name, row=i + 1)
     return df
 
 

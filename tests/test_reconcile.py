@@ -109,15 +109,15 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_estimate(llmjudge: Path,
                                                           human: pd.DataFrame) -> None:
     sub = human.loc[human["query_id"].isin(["q49", "q0", "q1", "q2"])]
     path = llmjudge / "RMITIR-llama38b.qrels"
-    a = reconcile.agreement(path, sub, bootstrap=100, seed=7)
-    b = reconcile.agreement(path, sub, bootstrap=100, seed=7)
-    c = reconcile.agreement(path, sub, bootstrap=100, seed=8)
+    a = reconcile.agreement(path, sub, bootstrap=60, seed=7)
+    b = reconcile.agreement(path, sub, bootstrap=60, seed=7)
+    c = reconcile.agreement(path, sub, bootstrap=60, seed=8)
     assert a.ci == b.ci
     assert a.ci != c.ci
     for key in ("cohen_kappa", "cohen_kappa_quadratic", "krippendorff_alpha_ordinal"):
         lo, hi = a.ci[key]
         assert lo < getattr(a, key) < hi
-    assert a.ci["seed"] == 7 and a.ci["n_resamples"] == 100
+    assert a.ci["seed"] == 7 and a.ci["n_resamples"] == 60
 
 
 def test_query_bootstrap_is_wider_than_pair_bootstrap(llmjudge: Path, human: pd.DataFrame) -> None:
@@ -201,3 +201,10 @@ def test_merged_labels_round_trip_through_the_label_writer(tmp_path: Path, llmju
     qrels = io.read_qrels(io.write_qrels(merged, tmp_path / "merged.qrels"))
     h = qrels.merge(half, on=["query_id", "chunk_id"], suffixes=("", "_h"))
     assert (h["grade"] == h["grade_h"]).all()
+
+
+def test_a_label_frame_with_an_ok_label_but_no_grade_is_refused() -> None:
+    llm = pd.DataFrame({"query_id": ["1", "1"], "chunk_id": ["a", "b"],
+                        "grade": pd.array([2, pd.NA], dtype="Int64"), "status": ["ok", "ok"]})
+    with pytest.raises(InputError, match="row 2"):
+        reconcile.read_llm(llm)

@@ -58,6 +58,7 @@ def test_a_label_set_with_a_5_is_refused_with_file_line_and_exit_2(tmp_path: Pat
     res = _run("reconcile", "--llm", bad, "--human", HUMAN, "--out", tmp_path / "m.jsonl")
     assert res.exit_code == 2
     assert "RMITIR-llama70B-q0.qrels, line 88" in res.stderr and "got 5" in res.stderr
+    assert "--grade-map-llm 4=3" in res.stderr  # the hint names this command's flag
     assert "Traceback" not in res.stderr
     assert not (tmp_path / "m.jsonl").exists()
     mapped = _run("reconcile", "--llm", bad, "--human", HUMAN, "--out", tmp_path / "m.jsonl",

@@ -10,6 +10,7 @@ Usage::
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import click
 
 from .. import io
 from ..calibrate import Calibration, calibrate, evaluate
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..reconcile import agreement, disagreements, merge, read_human, read_llm
 from ..sample import annotation_sheet, propose_sample
 from . import main
@@ -69,8 +70,8 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
                           "(apply a saved one), not both")
     if calibration_out and not do_calibrate:
         raise ConfigError("--calibration-out needs --calibrate")
-    llm = read_llm(llm_path, io.parse_grade_map(grade_map_llm))
-    human = read_human(human_path, io.parse_grade_map(grade_map_human))
+    llm = _read(read_llm, llm_path, grade_map_llm, "--grade-map-llm")
+    human = _read(read_human, human_path, grade_map_human, "--grade-map-human")
     result = agreement(llm, human, bootstrap=bootstrap, seed=seed,
                        unit=bootstrap_unit)  # type: ignore[arg-type]
     data: dict[str, Any] = {**result.to_dict(), "llm": str(llm_path), "human": str(human_path)}
@@ -116,6 +117,17 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
     if data["merged"].get("failed"):
         click.echo(f"labeler: warning: {data['merged']['failed']} pair(s) have neither a human "
                    "grade nor a usable LLM grade (status failed in the merged labels)", err=True)
+
+
+def _read(reader: Callable[..., Any], path: Path, grade_map: str | None, flag: str) -> Any:
+    """Read one side; a grade error's hint names this command's grade-map flag."""
+    try:
+        return reader(path, io.parse_grade_map(grade_map))
+    except InputError as exc:
+        if "--grade-map " not in exc.message:
+            raise
+        raise InputError(exc.message.replace("--grade-map ", f"{flag} "), path=exc.path,
+                         line=exc.line, row=exc.row) from None
 
 
 def _counts_text(merged: dict[str, Any]) -> str:
