@@ -86,3 +86,66 @@ def test_run_dirs_are_dated_unique_and_latest_follows(tmp_path: Path) -> None:
     assert latest_run(out) == done
     assert (out / "latest.txt").read_text() == "runs/20261121T120000Z\n"
     assert (out / "latest").resolve() == done.resolve()
+
+
+def _sample_job(tmp_path: Path, text: str) -> Path:
+    from labeler.demo import copy_sample
+
+    copy_sample(tmp_path / "data")
+    path = tmp_path / "job.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_calibrated_run_merges_calibrated_llm_grades(tmp_path: Path) -> None:
+    from labeler import io
+    from labeler.config import load_config
+    from labeler.pipeline import run_pipeline
+
+    job = _sample_job(tmp_path, """\
+out_dir = "out"
+[inputs]
+queries = "data/queries.tsv"
+corpus = "data/corpus.jsonl"
+runs = ["data/runs/*.run"]
+depth = 5
+[judge]
+model = "lexical"
+[human]
+qrels = "half.qrels"
+calibrate = true
+bootstrap = 0
+""")
+    human = io.read_qrels(tmp_path / "data" / "human.qrels")
+    half = human.loc[human["query_id"].isin(sorted(set(human["query_id"]))[:5])]
+    io.write_qrels(half, tmp_path / "half.qrels")
+    outcome = run_pipeline(load_config(job))
+    assert outcome.exit_code == 0
+    cal = json.loads((outcome.run_dir / "calibration.json").read_text())
+    assert cal["report"]["evaluation"].startswith("k-fold held out")
+    mapping = {int(k): v for k, v in cal["mapping"].items()}
+    merged = io.read_labels(outcome.run_dir / "merged.jsonl")
+    machine = merged.loc[merged["source"] == "llm-calibrated"]
+    assert len(machine) > 0 and (merged["source"] == "human").sum() == len(half)
+    assert machine["grade"].tolist() == [mapping[g] for g in machine["llm_grade"]]
+    assert (outcome.run_dir / "scores-merged.json").is_file()
+    assert outcome.manifest["counts"]["human_labels"] == len(half)
+
+
+def test_pairs_without_runs_or_humans_label_only(tmp_path: Path) -> None:
+    from labeler import io
+    from labeler.config import load_config
+    from labeler.pipeline import run_pipeline
+
+    pairs = pd.DataFrame({"query_id": ["1", "1"], "query": ["what is a qrel"] * 2,
+                          "chunk_id": ["a", "b"],
+                          "chunk": ["A qrel is a relevance judgement.", "Bananas."]})
+    io.write_table(pairs, tmp_path / "pairs.csv")
+    job = _sample_job(tmp_path, 'out_dir = "out"\n[inputs]\npairs = "pairs.csv"\n'
+                                '[judge]\nmodel = "lexical"\n')
+    outcome = run_pipeline(load_config(job))
+    names = sorted(p.name for p in outcome.run_dir.iterdir())
+    assert names == ["drift.json", "labels.jsonl", "labels.qrels", "manifest.json", "run.log"]
+    assert outcome.report_html is None and outcome.scores is None
+    labels = io.read_labels(outcome.run_dir / "labels.jsonl")
+    assert labels.set_index("chunk_id")["grade"]["a"] > labels.set_index("chunk_id")["grade"]["b"]

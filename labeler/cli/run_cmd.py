@@ -39,11 +39,6 @@ def _stderr_logging(level: str) -> Iterator[None]:
         logger.setLevel(old)
 
 
-def _progress() -> Any:
-    """A progress bar on a terminal, nothing under cron or in a pipe."""
-    return True if sys.stderr.isatty() else None
-
-
 def _shown(path: Path) -> str:
     """``path`` relative to the working directory when inside it, else absolute."""
     try:
@@ -139,7 +134,7 @@ def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_
         updates["drift"] = cfg.drift.model_copy(update={"max_ndcg_delta": drift_threshold})
     cfg = cfg.model_copy(update=updates)
     with _stderr_logging(log_level):
-        outcome = run_pipeline(cfg, config_path=config.resolve(), progress=_progress())
+        outcome = run_pipeline(cfg, config_path=config.resolve(), progress=None)
     _finish(ctx, outcome, fail_on_drift)
 
 
@@ -165,6 +160,6 @@ def demo_command(ctx: click.Context, out_dir: Path, model: str, base_url: str | 
     from ..demo import run_demo
 
     with _stderr_logging(log_level):
-        outcome = run_demo(out_dir, model=model, base_url=base_url, progress=_progress())
+        outcome = run_demo(out_dir, model=model, base_url=base_url, progress=None)
     click.echo(f"sample and config: {_shown(out_dir / 'data')}, {_shown(out_dir / 'demo.toml')}")
     _finish(ctx, outcome, fail_on_drift=False)
