@@ -20,7 +20,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
                       model_validator)
@@ -91,6 +91,9 @@ class JudgeConfig(_Section):
                                       description="else 0, or 0.7 when samples > 1")
     max_tokens: int = Field(default=200, gt=0, description="bound on each answer's length")
     api_version: str | None = Field(default=None, description="Azure OpenAI API version")
+    azure: bool | None = Field(default=None, description="else: Azure when api_version is set")
+    logprobs: bool = Field(default=False, description="store the expected grade over 0-3")
+    structured: Literal["auto", "json_schema", "json_object", "text"] = "auto"
 
     @field_validator("api_key_env")
     @classmethod

@@ -146,7 +146,8 @@ def label_stage(cfg: Config, pairs: pd.DataFrame, progress: Any = None) -> Any:
                      concurrency=j.concurrency, rpm=j.rpm, tpm=j.tpm,
                      max_retries=j.max_retries, timeout=j.timeout, samples=j.samples,
                      temperature=j.temperature, max_tokens=j.max_tokens,
-                     api_version=j.api_version, cache_dir=cfg.cache_dir,
+                     api_version=j.api_version, azure=j.azure, logprobs=j.logprobs,
+                     structured=j.structured, cache_dir=cfg.cache_dir,
                      no_cache=not cfg.cache, prices=cfg.price_table(), progress=progress)
 
 
