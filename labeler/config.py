@@ -109,6 +109,7 @@ class HumanConfig(_Section):
 
     qrels: Path
     calibrate: bool = False
+    calibration_method: Literal["ordinal", "isotonic"] = "ordinal"
     bootstrap: int = Field(default=1000, ge=0,
                            description="resamples for the agreement CIs (0: none)")
     grade_map: dict[str, int] | None = Field(

@@ -312,18 +312,19 @@ def _reconcile(cfg: Config, records: pd.DataFrame, pairs: pd.DataFrame, run_dir:
         log.warning("no pair is judged by both the LLM and the human sample: no agreement")
     calibration = None
     if cfg.human.calibrate and agreement_dict is not None:
-        calibration = _calibrate(records, human, run_dir, files)
+        calibration = _calibrate(records, human, cfg.human.calibration_method, run_dir,
+                                 files)
     merged = reconcile.merge(records, human, calibration=calibration)
     files["merged.jsonl"] = io.write_labels(merged, run_dir / "merged.jsonl")
     files["merged.qrels"] = io.write_qrels(merged, run_dir / "merged.qrels")
     return agreement_dict, merged, human
 
 
-def _calibrate(records: pd.DataFrame, human: pd.DataFrame, run_dir: Path,
+def _calibrate(records: pd.DataFrame, human: pd.DataFrame, method: str, run_dir: Path,
                files: dict[str, Path]) -> Any:
     from .calibrate import calibrate
 
-    calibration = calibrate(records, human)
+    calibration = calibrate(records, human, method=method)
     files["calibration.json"] = calibration.save(run_dir / "calibration.json")
     log.info("calibration (held out): %s", calibration.report.get("after"))
     return calibration
