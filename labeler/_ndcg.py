@@ -1,14 +1,11 @@
 """The vectorised NDCG@k kernel behind :func:`labeler.score.evaluate` (trec_eval ``ndcg_cut``).
 
-Arrays in, arrays out; the caller validates at the edge. One pass: encode (system, query)
-into groups, order each group by score descending then chunk id descending by byte order
-(trec_eval), keep the top k rows, look their grades up in the qrels and sum the gains in
-rank order with :func:`numpy.bincount`. IDCG comes from the number of judged chunks at each
-grade per query, so it needs no sort.
-
-Chunk ids are matched through 64-bit hashes of their bytes (sorted + searchsorted, no Python
-objects); every hash match is confirmed on the strings themselves, and a hash collision
-inside the qrels falls back to an exact dictionary encoding, so results are exact.
+Arrays in, arrays out. Steps: find the (system, query) groups of the run (cheaply when the
+rows come grouped, as in every run file); order each group by score descending then chunk
+id descending by byte order (trec_eval) — nothing to do when the rows are already in that
+order, else only the rows that can reach the top k are sorted; look the grades of those rows
+up in the qrels through 64-bit hashes confirmed on the strings; sum gains in rank order with
+:func:`numpy.bincount`. IDCG comes from the number of judged chunks at each grade per query.
 
 Usage::
 
@@ -24,9 +21,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import _arrow
+from ._arrow import clean_ids, has_equal_neighbours
 
-class DuplicateKeys(Exception):
-    """A (system, query, chunk) of the run or a (query, chunk) of the qrels may occur twice."""
+EMPTY = pa.array([], pa.large_string())
+
+
+class NeedsIO(Exception):
+    """This input must go through ``io`` (a key may repeat, or an id needs cleaning)."""
 
     def __init__(self, which: str) -> None:
         self.which = which
@@ -35,7 +37,8 @@ class DuplicateKeys(Exception):
 
 @dataclass(frozen=True)
 class RunArrays:
-    """A run as flat arrays: ids as Arrow string arrays, ``system`` an array or one name."""
+    """A run as flat arrays: ids as Arrow ``large_string`` arrays, ``system`` an array or
+    one name for every row."""
 
     system: pa.Array | str
     query: pa.Array
@@ -45,7 +48,7 @@ class RunArrays:
 
 @dataclass(frozen=True)
 class QrelsArrays:
-    """Qrels as flat arrays: ids as Arrow string arrays, ``grade`` int64."""
+    """Qrels as flat arrays: ids as Arrow ``large_string`` arrays, ``grade`` int64."""
 
     query: pa.Array
     chunk: pa.Array
@@ -64,6 +67,17 @@ class KernelOut:
     in_qrels: np.ndarray     # (groups,) the query has at least one judgement
 
 
+@dataclass(frozen=True)
+class _Groups:
+    g: np.ndarray            # group of each row (int64)
+    counts: np.ndarray       # rows per group
+    group_q: np.ndarray      # query code of each group (into q_dict)
+    q_dict: pa.Array         # the run's distinct query ids
+    systems: np.ndarray      # system name of each group
+    in_order: bool           # rows grouped and groups numbered in row order
+    by_group: np.ndarray | None = None   # rows ordered by group (stable) when not in_order
+
+
 def gain_of(grades: np.ndarray, gain: str) -> np.ndarray:
     """Gain of each grade: ``rel`` (linear) or ``2**rel - 1`` (exponential), as float64."""
     g = np.asarray(grades, dtype=np.float64)
@@ -75,237 +89,247 @@ def discounts(n: int) -> np.ndarray:
     return np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
-# --------------------------------------------------------------------------- Arrow strings
-
-def arrow_strings(values: object) -> pa.Array:
-    """One contiguous ``large_string`` Arrow array (zero-copy for Arrow-backed pandas strings).
-
-    Raises ``pa.ArrowException`` when ``values`` holds something other than strings.
-    """
-    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(
-        values, type=pa.large_string(), from_pandas=True)
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if not pa.types.is_large_string(arr.type):
-        arr = arr.cast(pa.large_string())
-    return arr
-
-
-@dataclass(frozen=True)
-class _Bytes:
-    """The raw layout of a large_string array: start and length of each value, padded bytes."""
-
-    starts: np.ndarray
-    lens: np.ndarray
-    data: np.ndarray
-
-    @classmethod
-    def of(cls, arr: pa.Array) -> _Bytes:
-        _, off_buf, data_buf = arr.buffers()
-        offsets = np.frombuffer(off_buf, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
-        raw = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(
-            0, np.uint8)
-        data = np.zeros(int(offsets[-1]) + 8 if len(offsets) else 8, dtype=np.uint8)
-        data[:len(data) - 8] = raw[:len(data) - 8]
-        return cls(starts=offsets[:-1], lens=np.diff(offsets), data=data)
-
-    def words(self, j: int) -> np.ndarray:
-        """The j-th 8 bytes of each value (zeros past its end) as uint64."""
-        view = np.ndarray((len(self.data) - 7,), dtype="<u8", buffer=self.data, strides=(1,))
-        idx = np.minimum(self.starts + 8 * j, len(view) - 1)
-        rem = np.clip(self.lens - 8 * j, 0, 8)
-        shift = (8 * (8 - rem)).astype(np.uint64)
-        w = view[idx] << np.minimum(shift, np.uint64(63))
-        w >>= np.minimum(shift, np.uint64(63))
-        w[rem == 0] = 0
-        return w
-
-
-_WS_FIRST = np.zeros(256, dtype=bool)
-_WS_FIRST[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 0xC2, 0xE1, 0xE2, 0xE3]] = True
-_WS_LAST = np.zeros(256, dtype=bool)
-_WS_LAST[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 0x85, 0xA0, 0x9F, 0xA8, 0xA9, 0xAF]] = True
-_WS_LAST[0x80:0x8B] = True
-# every character for which Python's str.isspace() is true (what io's str.strip() removes)
-_PY_WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003"
-                  "\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
-
-
-def clean_ids(arr: pa.Array) -> bool:
-    """True when no id is null or empty and none starts or ends with whitespace (Python's
-    ``str.strip`` set), i.e. when ``io`` would keep every id unchanged."""
-    if arr.null_count or len(arr) == 0:
-        return len(arr) > 0 and not arr.null_count
-    b = _Bytes.of(arr)
-    if b.lens.min() <= 0:
-        return False
-    first = _WS_FIRST[b.data[b.starts]]
-    last = _WS_LAST[b.data[b.starts + b.lens - 1]]
-    if not (first.any() or last.any()):
-        return True
-    suspect = arr.filter(pa.array(first | last))   # rare: decide exactly on these
-    return bool(pc.all(pc.equal(pc.utf8_trim(suspect, characters=_PY_WHITESPACE),
-                                suspect)).as_py())
-
-
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser, in place on a uint64 array."""
-    z ^= z >> np.uint64(30)
-    z *= np.uint64(0xBF58476D1CE4E5B9)
-    z ^= z >> np.uint64(27)
-    z *= np.uint64(0x94D049BB133111EB)
-    z ^= z >> np.uint64(31)
-    return z
-
-
-def hash_ids(arr: pa.Array, codes: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of (code, bytes of the id) per row."""
-    b = _Bytes.of(arr)
-    h = _mix(codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + b.lens.astype(np.uint64))
-    for j in range(int(-(-int(b.lens.max(initial=0)) // 8))):
-        h ^= b.words(j)
-        _mix(h)
-    return h
-
-
-def _equal_runs(sorted_hash: np.ndarray) -> bool:
-    return bool(np.any(sorted_hash[1:] == sorted_hash[:-1]))
-
-
 # --------------------------------------------------------------------------- kernel
 
 def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: str,
            check_run: bool = False, check_qrels: bool = False) -> KernelOut:
     """NDCG@k ingredients for every (system, query) group of ``run``.
 
-    With ``check_run``/``check_qrels`` the kernel raises :class:`DuplicateKeys` when a key
-    may occur twice (the caller then validates that input exactly, which names the row).
+    With ``check_run``/``check_qrels`` the input has not been through ``io``: its ids are
+    checked for blanks and its keys for repeats, and :class:`NeedsIO` is raised on doubt.
     """
-    n = len(run.score)
     kmax = max(ks)
-    # ---- one code space for the query ids of run and qrels (run's ids first)
-    encoded = pc.dictionary_encode(pa.chunked_array([run.query, qrels.query]))
-    q_dict = encoded.chunk(0).dictionary if encoded.num_chunks else pa.array([], pa.large_string())
-    run_q = _indices(encoded, 0, n)
-    qr_q = _indices(encoded, 1, len(qrels.grade))
-    nq = int(run_q.max(initial=-1)) + 1
-    # ---- groups: (system, query) in order of first appearance
-    if isinstance(run.system, str) or _all_equal(run.system):
-        s_names = np.array([run.system if isinstance(run.system, str) else run.system[0].as_py()],
-                           dtype=object)
-        g, group_q, group_s = run_q, np.arange(nq), np.zeros(nq, dtype=np.int64)
-    else:
-        s_codes, s_uniques = pd.factorize(pd.Series(run.system, dtype="str"), sort=False)
-        s_names = np.asarray(s_uniques, dtype=object)
-        g, pair_uniques = pd.factorize(s_codes.astype(np.int64) * nq + run_q, sort=False)
-        group_q, group_s = pair_uniques % nq, pair_uniques // nq
-    g = g.astype(np.int64)
-    ng = len(group_q)
-    counts = np.bincount(g, minlength=ng)
+    grp = _groups(run, check_run)
+    if check_run and (not clean_ids(run.chunk) or _arrow.may_repeat(
+            run.chunk, grp.g, grp.counts, grp.by_group)):
+        raise NeedsIO("run")
+    qr_q, n_codes = _qrels_codes(qrels.query, grp.q_dict, check_qrels)
 
-    if check_run and n > 1:
-        if _equal_runs(np.sort(hash_ids(run.chunk, g))):
-            raise DuplicateKeys("run")
-    # ---- ranking order: score desc, then chunk id desc by byte order (trec_eval)
-    order = _rank_order(g, run.score, run.chunk)
-    g_sorted = g if order is None else g[order]
-    starts = np.cumsum(counts) - counts
-    pos = np.arange(n, dtype=np.int64) - starts[g_sorted]
-    # ---- rows whose grade we need: the top k (qrels ideal) or every row (run ideal)
-    if ideal == "run":
-        sel_rows = np.arange(n) if order is None else order
-        sel_g, sel_pos = g_sorted, pos
+    rows, pos = _top_rows(grp, run, kmax if ideal == "qrels" else None)
+    row_g = grp.g[rows]
+    if ideal == "run":   # every row's grade is needed for the ideal; top rows pick theirs
+        all_grades = _lookup_grades(grp.group_q[grp.g], run.chunk, qr_q, qrels, check_qrels)
+        grades = all_grades[rows]
     else:
-        keep = pos < kmax
-        sel_rows = np.flatnonzero(keep) if order is None else order[keep]
-        sel_g, sel_pos = g_sorted[keep], pos[keep]
-    sel_grade = _lookup_grades(run_q[sel_rows], run.chunk.take(pa.array(sel_rows)),
-                               qr_q, qrels, check_qrels)
+        grades = _lookup_grades(grp.group_q[row_g], run.chunk.take(pa.array(rows)), qr_q,
+                                qrels, check_qrels)
 
-    # ---- DCG and judged share per k (bincount adds in rank order, as trec_eval sums)
-    judged_flag = sel_grade >= 0
-    disc = discounts(int(sel_pos.max(initial=0)) + 1)
-    contrib = gain_of(np.maximum(sel_grade, 0), gain) / disc[sel_pos]
+    # DCG and judged share per k: bincount adds in rank order, as trec_eval sums
+    ng = len(grp.counts)
+    contrib = gain_of(np.maximum(grades, 0), gain) / discounts(int(pos.max(initial=0)) + 1)[pos]
+    judged_flag = (grades >= 0).astype(np.float64)
     dcg = np.empty((ng, len(ks)))
     judged = np.empty((ng, len(ks)))
     for j, k in enumerate(ks):
-        m = sel_pos < k
-        dcg[:, j] = np.bincount(sel_g[m], weights=contrib[m], minlength=ng)
-        judged[:, j] = (np.bincount(sel_g[m], weights=judged_flag[m], minlength=ng)
-                        / np.minimum(counts, k))
+        m = pos < k
+        dcg[:, j] = np.bincount(row_g[m], weights=contrib[m], minlength=ng)
+        judged[:, j] = (np.bincount(row_g[m], weights=judged_flag[m], minlength=ng)
+                        / np.minimum(grp.counts, k))
 
-    # ---- IDCG from the number of chunks at each grade level
-    n_codes = max(nq, int(qr_q.max(initial=-1)) + 1)
-    in_qrels = np.bincount(qr_q, minlength=n_codes)[group_q] > 0
+    in_qrels = np.bincount(qr_q, minlength=n_codes)[grp.group_q] > 0
     if ideal == "run":
-        idcg = _ideal_dcg(sel_g, sel_grade, ng, ks, gain)
+        idcg = _ideal_dcg(grp.g, all_grades, ng, ks, gain)
     else:
-        idcg = _ideal_dcg(qr_q, qrels.grade, n_codes, ks, gain)[group_q]
-    queries = q_dict.take(pa.array(group_q)).to_numpy(zero_copy_only=False)
-    return KernelOut(systems=s_names[group_s], queries=queries, dcg=dcg, idcg=idcg,
+        idcg = _ideal_dcg(qr_q, qrels.grade, n_codes, ks, gain)[grp.group_q]
+    queries = grp.q_dict.take(pa.array(grp.group_q)).to_numpy(zero_copy_only=False)
+    return KernelOut(systems=grp.systems, queries=queries, dcg=dcg, idcg=idcg,
                      judged=judged, in_qrels=in_qrels)
 
 
-def _indices(encoded: pa.ChunkedArray, i: int, n: int) -> np.ndarray:
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    return encoded.chunk(i).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+# --------------------------------------------------------------------------- groups
+
+def _groups(run: RunArrays, check_ids: bool) -> _Groups:
+    """(system, query) groups, numbered in order of first appearance."""
+    n = len(run.score)
+    one_system = isinstance(run.system, str) or _all_equal(run.system)
+    # rows usually come grouped: then one string comparison per row finds the groups
+    change = _changes(run.query)
+    if not one_system:
+        change |= _changes(run.system)
+    heads = np.flatnonzero(np.concatenate([[n > 0], change]))
+    if len(heads) > n // 4 + 1:   # not grouped (shuffled rows): encode every row
+        return _groups_of_rows(run, one_system, check_ids)
+    head_q = pc.dictionary_encode(run.query.take(pa.array(heads)))
+    q_dict = head_q.dictionary if len(heads) else EMPTY
+    q_code = _codes(head_q.indices)
+    if one_system:
+        name = run.system if isinstance(run.system, str) else (
+            run.system[0].as_py() if len(run.system) else "run")
+        s_names, s_code = np.array([name], dtype=object), np.zeros(len(heads), np.int64)
+    else:
+        codes, uniques = pd.factorize(run.system.take(pa.array(heads)).to_numpy(
+            zero_copy_only=False), sort=False)
+        s_names, s_code = np.asarray(uniques, dtype=object), codes.astype(np.int64)
+    pair = s_code * max(len(q_dict), 1) + q_code
+    if check_ids and not (clean_ids(q_dict) if len(q_dict) else n == 0):
+        raise NeedsIO("run")
+    if len(np.unique(pair)) == len(heads):   # every group is one block of rows
+        counts = np.diff(np.append(heads, n))
+        g = np.repeat(np.arange(len(heads), dtype=np.int64), counts)
+        return _Groups(g=g, counts=counts, group_q=q_code, q_dict=q_dict,
+                       systems=s_names[s_code], in_order=True)
+    return _groups_of_rows(run, one_system, check_ids)
+
+
+def _groups_of_rows(run: RunArrays, one_system: bool, check_ids: bool) -> _Groups:
+    """Groups of rows that do not come grouped: one dictionary encoding of every row."""
+    enc = pc.dictionary_encode(run.query)
+    q_dict = enc.dictionary
+    if check_ids and not clean_ids(q_dict):
+        raise NeedsIO("run")
+    row_q = _codes(enc.indices)
+    if one_system:
+        name = run.system if isinstance(run.system, str) else run.system[0].as_py()
+        return _Groups(g=row_q, counts=np.bincount(row_q, minlength=len(q_dict)),
+                       group_q=np.arange(len(q_dict)), q_dict=q_dict,
+                       systems=np.array([name] * len(q_dict), dtype=object), in_order=False,
+                       by_group=_stable_group_order(row_q, len(q_dict)))
+    codes, uniques = pd.factorize(run.system.to_numpy(zero_copy_only=False), sort=False)
+    g, pairs = pd.factorize(codes.astype(np.int64) * len(q_dict) + row_q, sort=False)
+    pairs = np.asarray(pairs, dtype=np.int64)
+    g = g.astype(np.int64)
+    return _Groups(g=g, counts=np.bincount(g, minlength=len(pairs)),
+                   group_q=pairs % len(q_dict), q_dict=q_dict,
+                   systems=np.asarray(uniques, dtype=object)[pairs // len(q_dict)],
+                   in_order=False, by_group=_stable_group_order(g, len(pairs)))
+
+
+def _changes(arr: pa.Array) -> np.ndarray:
+    """Row i+1 differs from row i (length n - 1)."""
+    if len(arr) < 2:
+        return np.zeros(0, dtype=bool)
+    return pc.not_equal(arr.slice(1), arr.slice(0, len(arr) - 1)).to_numpy(zero_copy_only=False)
+
+
+def _codes(indices: pa.Array) -> np.ndarray:
+    return indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _all_equal(arr: pa.Array) -> bool:
     return len(arr) == 0 or bool(pc.all(pc.equal(arr, arr[0])).as_py())
 
 
-def _rank_order(g: np.ndarray, score: np.ndarray, chunk: pa.Array) -> np.ndarray | None:
-    """Row order by (group, score desc, chunk id desc); ``None`` if already in that order."""
-    if len(g) > 1:
-        same = g[1:] == g[:-1]
-        if bool(np.all(g[1:] >= g[:-1])) and not np.any(same & (score[1:] >= score[:-1])):
-            return None  # grouped, scores strictly descending within groups
-    table = pa.table({"g": g, "s": score, "c": chunk})
-    idx = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("s", "descending"),
-                                            ("c", "descending")])
-    return idx.to_numpy()
+def _qrels_codes(query: pa.Array, q_dict: pa.Array, check_ids: bool) -> tuple[np.ndarray, int]:
+    """Query code of each qrels row in the run's code space; queries not in the run get codes
+    from ``len(q_dict)`` on. Returns the codes and the number of codes."""
+    if len(query) == 0:
+        return np.zeros(0, np.int64), len(q_dict)
+    enc = pc.dictionary_encode(query)
+    if check_ids and not clean_ids(enc.dictionary):
+        raise NeedsIO("qrels")
+    known = pd.Index(q_dict.to_numpy(zero_copy_only=False)).get_indexer(
+        enc.dictionary.to_numpy(zero_copy_only=False))
+    new = known < 0
+    known[new] = len(q_dict) + np.arange(int(new.sum()))
+    return known.astype(np.int64)[_codes(enc.indices)], len(q_dict) + int(new.sum())
 
+
+# --------------------------------------------------------------------------- ranking
+
+def _top_rows(grp: _Groups, run: RunArrays, kmax: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows in rank order (group, score desc, chunk id desc) and their 0-based rank, keeping
+    only ranks < ``kmax`` (all rows when ``kmax`` is None)."""
+    g, score, counts = grp.g, run.score, grp.counts
+    n = len(g)
+    if grp.in_order:
+        same = g[1:] == g[:-1]
+        if not np.any(same & (score[1:] > score[:-1])):   # already ranked, but for ties
+            rows = np.arange(n)
+            tied = np.flatnonzero(same & (score[1:] == score[:-1]))
+            if len(tied):   # order each run of equal scores by chunk id, descending
+                members = np.union1d(tied, tied + 1)
+                rows[members] = members[_rank_sort(g[members], score[members],
+                                                   run.chunk.take(pa.array(members)))]
+            pos = np.arange(n, dtype=np.int64) - _starts(counts)[g]
+            keep = np.arange(n) if kmax is None else np.flatnonzero(pos < kmax)
+            return rows[keep], pos[keep]
+    cand = np.arange(n)
+    if kmax is not None and kmax < counts.max(initial=0):
+        cand = _candidates(grp, score, kmax)
+    rows = cand[_rank_sort(g[cand], score[cand], run.chunk.take(pa.array(cand)))]
+    row_g = g[rows]
+    pos = np.arange(len(rows), dtype=np.int64) - _starts(np.bincount(row_g, minlength=len(
+        counts)))[row_g]
+    keep = np.arange(len(rows)) if kmax is None else np.flatnonzero(pos < kmax)
+    return rows[keep], pos[keep]
+
+
+def _rank_sort(g: np.ndarray, score: np.ndarray, chunk: pa.Array) -> np.ndarray:
+    """Order by group, score descending, chunk id descending (bytes): trec_eval's ranking."""
+    table = pa.table({"g": g, "s": score, "c": chunk})
+    return pc.sort_indices(table, sort_keys=[("g", "ascending"), ("s", "descending"),
+                                             ("c", "descending")]).to_numpy()
+
+
+def _starts(counts: np.ndarray) -> np.ndarray:
+    return np.cumsum(counts) - counts
+
+
+def _candidates(grp: _Groups, score: np.ndarray, k: int) -> np.ndarray:
+    """Rows scoring at least their group's k-th best score (ties at that score included):
+    a superset of every group's top k, found without a sort when groups are alike in size."""
+    g, counts = grp.g, grp.counts
+    width = int(counts.max(initial=0))
+    if len(counts) * width > 2 * len(g) + 4096:     # very uneven groups: sort everything
+        return np.arange(len(g))
+    if grp.by_group is None:
+        slot = np.arange(len(g), dtype=np.int64) - _starts(counts)[g]
+    else:
+        slot = np.empty(len(g), dtype=np.int64)
+        slot[grp.by_group] = np.arange(len(g)) - _starts(counts)[g[grp.by_group]]
+    table = np.full((len(counts), width), -np.inf)
+    table[g, slot] = score
+    kth = -np.partition(-table, k - 1, axis=1)[:, k - 1]
+    return np.flatnonzero(score >= kth[g])
+
+
+def _stable_group_order(g: np.ndarray, n_groups: int) -> np.ndarray:
+    """Rows ordered by group, stable (numpy's radix sort on 16-bit keys)."""
+    if n_groups <= 1 << 16:
+        return np.argsort(g.astype(np.uint16), kind="stable")
+    order = np.argsort((g & 0xFFFF).astype(np.uint16), kind="stable")
+    return order[np.argsort((g[order] >> 16).astype(np.uint16), kind="stable")]
+
+
+# --------------------------------------------------------------------------- grades
 
 def _lookup_grades(run_q: np.ndarray, run_chunk: pa.Array, qr_q: np.ndarray,
                    qrels: QrelsArrays, check_qrels: bool) -> np.ndarray:
     """Grade of each (query code, chunk) of the run in the qrels, ``-1`` where unjudged."""
     if len(qr_q) == 0:
         return np.full(len(run_q), -1, dtype=np.int64)
-    q_hash = hash_ids(qrels.chunk, qr_q)
+    if check_qrels and not clean_ids(qrels.chunk):
+        raise NeedsIO("qrels")
+    q_hash = _arrow.hash_ids(qrels.chunk, qr_q)
     order = np.argsort(q_hash)
     q_sorted = q_hash[order]
-    if _equal_runs(q_sorted):  # a duplicate judgement, or (rarely) a hash collision
+    if has_equal_neighbours(q_sorted):   # a judgement given twice, or (rarely) a collision
         return _lookup_exact(run_q, run_chunk, qr_q, qrels, check_qrels)
-    if len(run_q) == 0:
-        return np.zeros(0, dtype=np.int64)
-    r_hash = hash_ids(run_chunk, run_q)
-    at = np.minimum(np.searchsorted(q_sorted, r_hash), len(q_sorted) - 1)
+    r_hash = _arrow.hash_ids(run_chunk, run_q)
+    r_order = np.argsort(r_hash)   # searching sorted keys is far kinder to the cache
+    at = np.empty(len(r_hash), dtype=np.int64)
+    at[r_order] = np.searchsorted(q_sorted, r_hash[r_order])
+    np.minimum(at, len(q_sorted) - 1, out=at)
     cand = order[at]
     hit = q_sorted[at] == r_hash
     rows = np.flatnonzero(hit)
-    if len(rows):  # confirm every hash match on the ids themselves
-        same = pc.equal(run_chunk.take(pa.array(rows)),
-                        qrels.chunk.take(pa.array(cand[rows]))).to_numpy(zero_copy_only=False)
-        hit[rows] = same & (qr_q[cand[rows]] == run_q[rows])
+    if len(rows):   # confirm every hash match on the ids themselves
+        same = pc.equal(run_chunk.take(pa.array(rows)), qrels.chunk.take(pa.array(cand[rows])))
+        hit[rows] = same.to_numpy(zero_copy_only=False) & (qr_q[cand[rows]] == run_q[rows])
     return np.where(hit, qrels.grade[cand], -1).astype(np.int64)
 
 
 def _lookup_exact(run_q: np.ndarray, run_chunk: pa.Array, qr_q: np.ndarray,
                   qrels: QrelsArrays, check_qrels: bool) -> np.ndarray:
     """Exact lookup through one dictionary encoding of the chunk ids (the slow, sure path)."""
-    both = pa.chunked_array([run_chunk, qrels.chunk])
-    encoded = pc.dictionary_encode(both)
-    nc = np.int64(len(encoded.chunk(0).dictionary)) if encoded.num_chunks else np.int64(1)
-    run_key = run_q * nc + _indices(encoded, 0, len(run_q))
-    q_key = qr_q * nc + _indices(encoded, 1, len(qr_q))
+    enc = pc.dictionary_encode(pa.chunked_array([run_chunk, qrels.chunk]))
+    nc = np.int64(len(enc.chunk(0).dictionary))
+    run_key = run_q * nc + (_codes(enc.chunk(0).indices) if len(run_q) else 0)
+    q_key = qr_q * nc + _codes(enc.chunk(1).indices)
     order = np.argsort(q_key, kind="stable")
     q_sorted = q_key[order]
-    if check_qrels and _equal_runs(q_sorted):
-        raise DuplicateKeys("qrels")
-    if len(q_sorted) == 0:
-        return np.full(len(run_q), -1, dtype=np.int64)
+    if check_qrels and has_equal_neighbours(q_sorted):
+        raise NeedsIO("qrels")
     at = np.minimum(np.searchsorted(q_sorted, run_key), len(q_sorted) - 1)
     hit = q_sorted[at] == run_key
     return np.where(hit, qrels.grade[order[at]], -1).astype(np.int64)

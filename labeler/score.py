@@ -27,9 +27,10 @@ import pandas as pd
 import pyarrow as pa
 
 from . import io
-from ._ndcg import (DuplicateKeys, KernelOut, QrelsArrays, RunArrays, arrow_strings, clean_ids,
-                    discounts, gain_of, kernel)
+from ._arrow import arrow_strings
+from ._ndcg import KernelOut, NeedsIO, QrelsArrays, RunArrays, discounts, gain_of, kernel
 from .errors import ConfigError
+from .schema import GRADES
 
 Gain = Literal["linear", "exponential"]
 Ideal = Literal["qrels", "run"]
@@ -168,8 +169,8 @@ def evaluate(qrels: Any, run: Any, k: int | Sequence[int] = 10, gain: Gain = "li
         try:
             out = kernel(ra, qa, ks, gain, ideal, check_run=check_r, check_qrels=check_q)
             break
-        except DuplicateKeys as dup:  # let io find (and name) the duplicate, or clear it
-            if dup.which == "run":
+        except NeedsIO as why:  # io cleans the ids, or finds (and names) a repeated key
+            if why.which == "run":
                 ra, check_r = _run_arrays(io.as_run(run)), False
             else:
                 qa, check_q = _qrels_arrays(io.as_qrels(qrels)), False
@@ -270,8 +271,6 @@ def _fast_run(run: pd.DataFrame) -> RunArrays | None:
     if np.isnan(score).any():
         return None
     query, chunk = arrow_strings(run["query_id"]), arrow_strings(run["chunk_id"])
-    if not (clean_ids(query) and clean_ids(chunk)):
-        return None
     system: pa.Array | str = "run"
     if "system" in run.columns:
         system = arrow_strings(run["system"])
@@ -291,8 +290,7 @@ def _qrels_input(qrels: Any) -> tuple[QrelsArrays, bool]:
         except (pa.ArrowException, TypeError, ValueError):
             query = chunk = None
         if (query is not None and chunk is not None and len(grade)
-                and grade.min() >= 0 and grade.max() <= 3
-                and clean_ids(query) and clean_ids(chunk)):
+                and grade.min() >= min(GRADES) and grade.max() <= max(GRADES)):
             return QrelsArrays(query=query, chunk=chunk, grade=grade), True
     return _qrels_arrays(io.as_qrels(qrels)), False
 

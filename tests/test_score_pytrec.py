@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labeler import _ndcg, io, score
+from labeler import _arrow, io, score
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -120,7 +120,7 @@ def test_row_order_does_not_matter(order: str) -> None:
 def test_exact_path_when_hashes_collide(monkeypatch: pytest.MonkeyPatch) -> None:
     # Every chunk id hashing alike forces the exact fallback; results must not change.
     qrels, run = generate(5, "long", n_queries=15)
-    monkeypatch.setattr(_ndcg, "hash_ids", lambda arr, codes: np.zeros(len(arr), np.uint64))
+    monkeypatch.setattr(_arrow, "hash_ids", lambda arr, codes=None: np.zeros(len(arr), np.uint64))
     assert_equals_pytrec(qrels, run, [5, 10])
 
 
