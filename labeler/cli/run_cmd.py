@@ -12,12 +12,15 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import DriftError
 from . import main
+
+if TYPE_CHECKING:
+    from ..pipeline import RunOutcome
 
 _LEVELS = ("debug", "info", "warning", "error")
 
@@ -53,7 +56,7 @@ def _fmt(x: Any, signed: bool = False) -> str:
     return f"{x:+.4f}" if signed else f"{x:.4f}"
 
 
-def summary_text(outcome: Any) -> str:
+def summary_text(outcome: RunOutcome) -> str:
     """The short summary both commands print: labels, agreement, runs × human/llm/delta."""
     from ..label import LabelSummary
 
@@ -91,7 +94,7 @@ def summary_text(outcome: Any) -> str:
     return "\n".join(lines)
 
 
-def _finish(ctx: click.Context, outcome: Any, fail_on_drift: bool) -> None:
+def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> None:
     click.echo(summary_text(outcome))
     if fail_on_drift and outcome.drift.drifted:
         raise DriftError("drift past the thresholds: " + "; ".join(outcome.drift.reasons)
@@ -112,7 +115,7 @@ def _finish(ctx: click.Context, outcome: Any, fail_on_drift: bool) -> None:
               help="Largest allowed |change| of a run's mean NDCG@k (overrides "
                    "drift.max_ndcg_delta).")
 @click.option("--log-level", type=click.Choice(_LEVELS), default="info", show_default=True,
-              help="Log level on stderr and in the run's run.log.")
+              help="Log level on stderr (the run's run.log always records info and above).")
 @click.pass_context
 def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_drift: bool,
                 drift_threshold: float | None, log_level: str) -> None:
