@@ -309,6 +309,67 @@ def _read_trec(p: Path, names: list[str], usecols: list[int], what: str,
     return df
 
 
+def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[str, str]
+                    ) -> pd.DataFrame | None:
+    """The common case of :func:`_read_trec`, fast: fields split by single spaces, read by
+    pyarrow's CSV reader (``numeric`` columns parsed as ``"float"``/``"int"``); ``None``
+    whenever the file is anything else (tabs, runs of blanks, bad numbers, compression ...),
+    so that the general reader decides and names the line."""
+    if p.suffix.lower() in (".gz", ".bz2", ".xz", ".zst"):
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    types = {n: pa.large_string() if n in keep else pa.dictionary(pa.int32(), pa.string())
+             for n in names}
+    types.update({n: pa.float64() if kind == "float" else pa.int64()
+                  for n, kind in numeric.items()})
+    try:
+        table = pcsv.read_csv(
+            p, read_options=pcsv.ReadOptions(column_names=names),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
+                                            escape_char=False, ignore_empty_lines=True),
+            convert_options=pcsv.ConvertOptions(column_types=types, null_values=[],
+                                                strings_can_be_null=False))
+    except (pa.ArrowException, UnicodeDecodeError, OSError):
+        return None
+    if table.num_rows == 0:
+        return None
+    for name in names:
+        col = table.column(name).combine_chunks()
+        if name in numeric:
+            if col.null_count or (numeric[name] == "float"
+                                  and bool(np.isnan(col.to_numpy()).any())):
+                return None
+            continue
+        values = col.dictionary if name not in keep else col
+        if len(values) and (pc.min(pc.binary_length(values)).as_py() == 0
+                            or pc.any(pc.match_substring(values, "\t")).as_py()):
+            return None   # an empty field (two blanks in a row) or a tab: general reader
+    return pd.DataFrame({n: pd.Series(table.column(n).combine_chunks(), dtype="str")
+                         if n not in numeric else table.column(n).to_numpy()
+                         for n in keep})
+
+
+def _may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
+    """Cheap pre-test for a repeated (group..., id) row: ``False`` only when none repeats for
+    sure (64-bit keys of the ids); ``True`` means "run the exact check"."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._arrow import arrow_strings, may_repeat
+    try:
+        codes = np.zeros(len(df), dtype=np.int64)
+        for col in group_cols:
+            enc = pc.dictionary_encode(arrow_strings(df[col]))
+            codes = codes * len(enc.dictionary) + enc.indices.to_numpy(
+                zero_copy_only=False).astype(np.int64)
+        return may_repeat(arrow_strings(df[id_col]), codes)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return True
+
+
 def _qrels_check(parts: list[str]) -> str | None:
     if not _INT_RE.match(parts[3]):
         return f"grade must be an integer 0-3, got {parts[3]!r}"
@@ -407,6 +468,13 @@ def read_qrels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = Non
     p = _check_exists(path)
     kind = detect_format(p, fmt)
     if kind == "trec":
+        fast = (_read_trec_fast(p, ["query_id", "iter", "chunk_id", "grade"],
+                                ["query_id", "chunk_id", "grade"], {"grade": "int"})
+                if not grade_map else None)
+        if fast is not None and fast["grade"].isin(GRADES).all():
+            if _may_repeat(fast, ["query_id"], "chunk_id"):
+                return _dedupe_judgements(fast, p, _trec_lines(p))
+            return fast
         df = _read_trec(p, ["query_id", "iter", "chunk_id", "grade"], [0, 2, 3], "qrels",
                         _qrels_check)
         loc = _trec_lines(p)
@@ -458,8 +526,11 @@ def read_run(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
     p = _check_exists(path)
     kind = detect_format(p, fmt)
     if kind == "trec":
-        df = _read_trec(p, ["query_id", "q0", "chunk_id", "rank", "score", "system"],
-                        [0, 2, 4, 5], "run", _run_check)
+        names = ["query_id", "q0", "chunk_id", "rank", "score", "system"]
+        df = _read_trec_fast(p, names, ["query_id", "chunk_id", "score", "system"],
+                             {"score": "float"})
+        if df is None:
+            df = _read_trec(p, names, [0, 2, 4, 5], "run", _run_check)
         loc = _trec_lines(p)
         scores = pd.to_numeric(df["score"], errors="coerce")
         if scores.isna().any():
@@ -489,6 +560,8 @@ def read_run(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
             "chunk_id": _as_id(df["chunk_id"], "chunk_id", p, loc),
             "score": scores.astype("float64"), "system": system,
         })
+    if not _may_repeat(out, ["system", "query_id"], "chunk_id"):
+        return out
     dup = out.duplicated(["system", "query_id", "chunk_id"])
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])

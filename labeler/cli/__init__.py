@@ -31,7 +31,21 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 class _Group(click.Group):
-    """A group that turns library errors into exit codes (SPEC §3)."""
+    """A group that turns library errors into exit codes (SPEC §3), and imports a command's
+    module only when that command is asked for (`labeler score` does not load the LLM
+    client, scikit-learn, ...; `--help` loads them all)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            if f"{cmd_name}_cmd" in COMMAND_MODULES:
+                importlib.import_module(f"{__name__}.{cmd_name}_cmd")
+            if cmd_name not in self.commands:
+                _load_commands()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _load_commands()
+        return super().list_commands(ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
         debug = bool(ctx.params.get("debug"))
@@ -66,8 +80,9 @@ def main(debug: bool) -> None:
     """
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"{__name__}.{_name}")
+def _load_commands() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"{__name__}.{name}")
 
 
 def run() -> None:  # pragma: no cover - console entry point alias
