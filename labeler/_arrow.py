@@ -34,26 +34,57 @@ _WS_LAST[0x80:0x8B] = True
 _MASKS = np.array([(1 << (8 * r)) - 1 for r in range(9)], dtype=np.uint64)
 
 
-def arrow_strings(values: Any) -> pa.Array:
-    """One contiguous ``large_string`` array (zero-copy for Arrow-backed pandas strings).
+def arrow_strings(values: Any) -> pa.ChunkedArray:
+    """A ``large_string`` chunked array (zero-copy for Arrow-backed pandas strings; the
+    chunks are kept as they are, so nothing is copied).
 
     Raises ``pa.ArrowException`` when ``values`` holds something other than strings.
     """
     arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(
         values, type=pa.large_string(), from_pandas=True)
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if isinstance(arr, pa.Array):
+        arr = pa.chunked_array([arr])
     if not pa.types.is_large_string(arr.type):
         arr = arr.cast(pa.large_string())
     return arr
 
 
+def encode(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary-encode: (int64 code of each row, the distinct values in order of first
+    appearance)."""
+    enc = pc.dictionary_encode(arr)
+    chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
+    if not chunks:
+        return np.zeros(0, np.int64), pa.array([], pa.large_string())
+    codes = [c.indices.to_numpy(zero_copy_only=False) for c in chunks]
+    return (np.concatenate(codes) if len(codes) > 1 else codes[0]).astype(np.int64), \
+        chunks[-1].dictionary   # one dictionary shared by all chunks
+
+
+def _chunks(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+
+
+def _per_chunk(arr: pa.Array | pa.ChunkedArray, fn: Any, *columns: np.ndarray | None
+               ) -> np.ndarray:
+    """``fn(Bytes, *column slices)`` on each chunk, results concatenated."""
+    out, at = [], 0
+    for chunk in _chunks(arr):
+        n = len(chunk)
+        if n:
+            out.append(fn(Bytes.of(chunk), *(c[at:at + n] if c is not None else None
+                                            for c in columns)))
+        at += n
+    if not out:
+        return np.zeros(0, np.uint64)
+    return np.concatenate(out) if len(out) > 1 else out[0]
+
+
 @dataclass(frozen=True)
 class Bytes:
-    """The raw layout of a large_string array: where each value starts, its length, bytes."""
+    """The raw layout of one large_string array: offsets (n + 1) and the data bytes."""
 
-    starts: np.ndarray
-    lens: np.ndarray
+    offsets: np.ndarray
     data: np.ndarray
 
     @classmethod
@@ -62,42 +93,52 @@ class Bytes:
         offsets = np.frombuffer(off_buf, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
         data = (np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None
                 else np.zeros(0, np.uint8))
-        return cls(starts=offsets[:-1], lens=offsets[1:] - offsets[:-1], data=data)
-
-    def word(self, j: int) -> np.ndarray:
-        """Bytes 8j..8j+7 of each value (zero past its end) as little-endian uint64."""
-        data = self.data
-        if len(data) < 16:
+        if len(data) < 16:   # so that an 8-byte window always fits
             data = np.concatenate([data, np.zeros(16, np.uint8)])
-        view = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
-        first = self.starts + 8 * j
-        w = view[np.minimum(first, len(view) - 1)]
-        late = np.flatnonzero(first > len(view) - 1)   # the last few bytes of the buffer
-        if len(late):
-            tail = np.zeros(24, np.uint8)
-            base = len(data) - 8
-            tail[:8] = data[base:]
-            tview = np.ndarray((17,), dtype="<u8", buffer=tail, strides=(1,))
-            w[late] = tview[np.minimum(first[late] - base, 16)]
-        w &= _MASKS[np.clip(self.lens - 8 * j, 0, 8)]
+        return cls(offsets=offsets, data=data)
+
+    @property
+    def lens(self) -> np.ndarray:
+        return self.offsets[1:] - self.offsets[:-1]
+
+    def word(self, j: int, lens: np.ndarray) -> np.ndarray:
+        """Bytes 8j..8j+7 of each value (zero past its end) as little-endian uint64."""
+        view = np.ndarray((len(self.data) - 7,), dtype="<u8", buffer=self.data, strides=(1,))
+        first = self.offsets[:-1] if j == 0 else self.offsets[:-1] + 8 * j
+        cut = int(np.searchsorted(first, len(view)))   # windows past the end: the last few
+        if cut == len(first):
+            w = view[first]
+        else:
+            w = np.empty(len(first), dtype=np.uint64)
+            w[:cut] = view[first[:cut]]
+            tail = np.zeros(32, np.uint8)
+            base = len(self.data) - 8
+            tail[:8] = self.data[base:]
+            tview = np.ndarray((25,), dtype="<u8", buffer=tail, strides=(1,))
+            w[cut:] = tview[np.minimum(first[cut:] - base, 24)]
+        w &= _MASKS[np.minimum(lens, 8) if j == 0 else np.clip(lens - 8 * j, 0, 8)]
         return w
 
 
-def clean_ids(arr: pa.Array) -> bool:
+def clean_ids(arr: pa.Array | pa.ChunkedArray) -> bool:
     """True when no id is null or empty and none starts or ends with whitespace (Python's
     ``str.strip`` set): ``io`` would keep every id as it is."""
     if len(arr) == 0 or arr.null_count:
         return False
-    b = Bytes.of(arr)
-    if int(b.lens.min()) <= 0:
-        return False
-    first = _WS_FIRST[b.data[b.starts]]
-    last = _WS_LAST[b.data[b.starts + b.lens - 1]]
-    suspect = first | last
-    if not suspect.any():
-        return True
-    odd = arr.filter(pa.array(suspect))   # rare: decide exactly on these
-    return bool(pc.all(pc.equal(pc.utf8_trim(odd, characters=PY_WHITESPACE), odd)).as_py())
+    for chunk in _chunks(arr):
+        if not len(chunk):
+            continue
+        b = Bytes.of(chunk)
+        ends = b.offsets[1:]
+        if bool(np.any(ends == b.offsets[:-1])):
+            return False   # an empty id
+        suspect = _WS_FIRST[b.data[b.offsets[:-1]]]
+        suspect |= _WS_LAST[b.data[ends - 1]]
+        if suspect.any():   # rare: decide exactly on these
+            odd = chunk.filter(pa.array(suspect))
+            if not pc.all(pc.equal(pc.utf8_trim(odd, characters=PY_WHITESPACE), odd)).as_py():
+                return False
+    return True
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
@@ -110,17 +151,31 @@ def _mix(z: np.ndarray) -> np.ndarray:
     return z
 
 
-def hash_ids(arr: pa.Array, codes: np.ndarray | None = None) -> np.ndarray:
-    """A 64-bit hash per row of (``codes`` row, bytes of the id)."""
-    b = Bytes.of(arr)
-    h = b.lens.astype(np.uint64)
+def _hash(b: Bytes, codes: np.ndarray | None) -> np.ndarray:
+    lens = b.lens
+    h = lens.astype(np.uint64)
     if codes is not None:
         h += codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     _mix(h)
-    for j in range(-(-int(b.lens.max(initial=0)) // 8)):
-        h ^= b.word(j)
+    for j in range(-(-int(lens.max(initial=0)) // 8)):
+        h ^= b.word(j, lens)
         _mix(h)
     return h
+
+
+def hash_ids(arr: pa.Array | pa.ChunkedArray, codes: np.ndarray | None = None) -> np.ndarray:
+    """A 64-bit hash per row of (``codes`` row, bytes of the id)."""
+    return _per_chunk(arr, _hash, codes)
+
+
+def _key(b: Bytes) -> np.ndarray:
+    """Equal ids give equal keys (not the other way round): cheap, for repeat tests."""
+    lens = b.lens
+    key = b.word(0, lens)
+    key ^= lens.astype(np.uint64) << np.uint64(59)
+    for j in range(1, -(-int(lens.max(initial=0)) // 8)):
+        key ^= _mix(b.word(j, lens) + np.uint64(j))
+    return key
 
 
 def has_equal_neighbours(sorted_values: np.ndarray) -> bool:
@@ -138,12 +193,9 @@ def may_repeat(arr: pa.Array, groups: np.ndarray | None = None,
     """
     if len(arr) < 2:
         return False
-    b = Bytes.of(arr)
     # equal ids give equal keys, which is all a test for repeats needs: the exact check
     # that follows a "maybe" sorts out any accidental equality
-    key = b.word(0) ^ (b.lens.astype(np.uint64) << np.uint64(59))
-    for j in range(1, -(-int(b.lens.max()) // 8)):
-        key ^= _mix(b.word(j) + np.uint64(j))
+    key = _per_chunk(arr, _key)
     if counts is not None and len(counts) and bool((counts == counts[0]).all()):
         key = key if order is None else key[order]
         key = np.sort(key.reshape(len(counts), int(counts[0])), axis=1)

@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow
-from ._arrow import clean_ids, has_equal_neighbours
+from ._arrow import clean_ids, encode, has_equal_neighbours
 
-EMPTY = pa.array([], pa.large_string())
+Strings = pa.Array | pa.ChunkedArray
 
 
 class NeedsIO(Exception):
@@ -40,9 +40,9 @@ class RunArrays:
     """A run as flat arrays: ids as Arrow ``large_string`` arrays, ``system`` an array or
     one name for every row."""
 
-    system: pa.Array | str
-    query: pa.Array
-    chunk: pa.Array
+    system: Strings | str
+    query: Strings
+    chunk: Strings
     score: np.ndarray
 
 
@@ -50,8 +50,8 @@ class RunArrays:
 class QrelsArrays:
     """Qrels as flat arrays: ids as Arrow ``large_string`` arrays, ``grade`` int64."""
 
-    query: pa.Array
-    chunk: pa.Array
+    query: Strings
+    chunk: Strings
     grade: np.ndarray
 
 
@@ -72,7 +72,7 @@ class _Groups:
     g: np.ndarray            # group of each row (int64)
     counts: np.ndarray       # rows per group
     group_q: np.ndarray      # query code of each group (into q_dict)
-    q_dict: pa.Array         # the run's distinct query ids
+    q_dict: Strings         # the run's distinct query ids
     systems: np.ndarray      # system name of each group
     in_order: bool           # rows grouped and groups numbered in row order
     by_group: np.ndarray | None = None   # rows ordered by group (stable) when not in_order
@@ -149,9 +149,7 @@ def _groups(run: RunArrays, check_ids: bool) -> _Groups:
     heads = np.flatnonzero(np.concatenate([[n > 0], change]))
     if len(heads) > n // 4 + 1:   # not grouped (shuffled rows): encode every row
         return _groups_of_rows(run, one_system, check_ids)
-    head_q = pc.dictionary_encode(run.query.take(pa.array(heads)))
-    q_dict = head_q.dictionary if len(heads) else EMPTY
-    q_code = _codes(head_q.indices)
+    q_code, q_dict = encode(run.query.take(pa.array(heads)))
     if one_system:
         name = run.system if isinstance(run.system, str) else (
             run.system[0].as_py() if len(run.system) else "run")
@@ -173,11 +171,9 @@ def _groups(run: RunArrays, check_ids: bool) -> _Groups:
 
 def _groups_of_rows(run: RunArrays, one_system: bool, check_ids: bool) -> _Groups:
     """Groups of rows that do not come grouped: one dictionary encoding of every row."""
-    enc = pc.dictionary_encode(run.query)
-    q_dict = enc.dictionary
+    row_q, q_dict = encode(run.query)
     if check_ids and not clean_ids(q_dict):
         raise NeedsIO("run")
-    row_q = _codes(enc.indices)
     if one_system:
         name = run.system if isinstance(run.system, str) else run.system[0].as_py()
         return _Groups(g=row_q, counts=np.bincount(row_q, minlength=len(q_dict)),
@@ -194,34 +190,34 @@ def _groups_of_rows(run: RunArrays, one_system: bool, check_ids: bool) -> _Group
                    in_order=False, by_group=_stable_group_order(g, len(pairs)))
 
 
-def _changes(arr: pa.Array) -> np.ndarray:
+def _changes(arr: Strings) -> np.ndarray:
     """Row i+1 differs from row i (length n - 1)."""
     if len(arr) < 2:
         return np.zeros(0, dtype=bool)
     return pc.not_equal(arr.slice(1), arr.slice(0, len(arr) - 1)).to_numpy(zero_copy_only=False)
 
 
-def _codes(indices: pa.Array) -> np.ndarray:
-    return indices.to_numpy(zero_copy_only=False).astype(np.int64)
+def _chunks(arr: Strings) -> list[pa.Array]:
+    return arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
 
 
-def _all_equal(arr: pa.Array) -> bool:
+def _all_equal(arr: Strings) -> bool:
     return len(arr) == 0 or bool(pc.all(pc.equal(arr, arr[0])).as_py())
 
 
-def _qrels_codes(query: pa.Array, q_dict: pa.Array, check_ids: bool) -> tuple[np.ndarray, int]:
+def _qrels_codes(query: Strings, q_dict: Strings, check_ids: bool) -> tuple[np.ndarray, int]:
     """Query code of each qrels row in the run's code space; queries not in the run get codes
     from ``len(q_dict)`` on. Returns the codes and the number of codes."""
     if len(query) == 0:
         return np.zeros(0, np.int64), len(q_dict)
-    enc = pc.dictionary_encode(query)
-    if check_ids and not clean_ids(enc.dictionary):
+    codes, dictionary = encode(query)
+    if check_ids and not clean_ids(dictionary):
         raise NeedsIO("qrels")
     known = pd.Index(q_dict.to_numpy(zero_copy_only=False)).get_indexer(
-        enc.dictionary.to_numpy(zero_copy_only=False))
+        dictionary.to_numpy(zero_copy_only=False))
     new = known < 0
     known[new] = len(q_dict) + np.arange(int(new.sum()))
-    return known.astype(np.int64)[_codes(enc.indices)], len(q_dict) + int(new.sum())
+    return known.astype(np.int64)[codes], len(q_dict) + int(new.sum())
 
 
 # --------------------------------------------------------------------------- ranking
@@ -254,7 +250,7 @@ def _top_rows(grp: _Groups, run: RunArrays, kmax: int | None) -> tuple[np.ndarra
     return rows[keep], pos[keep]
 
 
-def _rank_sort(g: np.ndarray, score: np.ndarray, chunk: pa.Array) -> np.ndarray:
+def _rank_sort(g: np.ndarray, score: np.ndarray, chunk: Strings) -> np.ndarray:
     """Order by group, score descending, chunk id descending (bytes): trec_eval's ranking."""
     table = pa.table({"g": g, "s": score, "c": chunk})
     return pc.sort_indices(table, sort_keys=[("g", "ascending"), ("s", "descending"),
@@ -293,7 +289,7 @@ def _stable_group_order(g: np.ndarray, n_groups: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- grades
 
-def _lookup_grades(run_q: np.ndarray, run_chunk: pa.Array, qr_q: np.ndarray,
+def _lookup_grades(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
                    qrels: QrelsArrays, check_qrels: bool) -> np.ndarray:
     """Grade of each (query code, chunk) of the run in the qrels, ``-1`` where unjudged."""
     if len(qr_q) == 0:
@@ -319,13 +315,14 @@ def _lookup_grades(run_q: np.ndarray, run_chunk: pa.Array, qr_q: np.ndarray,
     return np.where(hit, qrels.grade[cand], -1).astype(np.int64)
 
 
-def _lookup_exact(run_q: np.ndarray, run_chunk: pa.Array, qr_q: np.ndarray,
+def _lookup_exact(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
                   qrels: QrelsArrays, check_qrels: bool) -> np.ndarray:
     """Exact lookup through one dictionary encoding of the chunk ids (the slow, sure path)."""
-    enc = pc.dictionary_encode(pa.chunked_array([run_chunk, qrels.chunk]))
-    nc = np.int64(len(enc.chunk(0).dictionary))
-    run_key = run_q * nc + (_codes(enc.chunk(0).indices) if len(run_q) else 0)
-    q_key = qr_q * nc + _codes(enc.chunk(1).indices)
+    codes, dictionary = encode(pa.chunked_array(_chunks(run_chunk) + _chunks(qrels.chunk),
+                                                type=pa.large_string()))
+    nc = np.int64(len(dictionary))
+    run_key = run_q * nc + codes[:len(run_q)]
+    q_key = qr_q * nc + codes[len(run_q):]
     order = np.argsort(q_key, kind="stable")
     q_sorted = q_key[order]
     if check_qrels and has_equal_neighbours(q_sorted):

@@ -337,34 +337,32 @@ def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[st
     if table.num_rows == 0:
         return None
     for name in names:
-        col = table.column(name).combine_chunks()
+        col = table.column(name)
         if name in numeric:
             if col.null_count or (numeric[name] == "float"
-                                  and bool(np.isnan(col.to_numpy()).any())):
+                                  and bool(pc.any(pc.is_nan(col)).as_py())):
                 return None
             continue
-        values = col.dictionary if name not in keep else col
+        values = (pa.chunked_array([c.dictionary for c in col.chunks])
+                  if name not in keep else col)
         if len(values) and (pc.min(pc.binary_length(values)).as_py() == 0
                             or pc.any(pc.match_substring(values, "\t")).as_py()):
             return None   # an empty field (two blanks in a row) or a tab: general reader
-    return pd.DataFrame({n: pd.Series(table.column(n).combine_chunks(), dtype="str")
-                         if n not in numeric else table.column(n).to_numpy()
-                         for n in keep})
+    out = table.select(keep).to_pandas()
+    return out if all(out[c].dtype == "str" for c in keep if c not in numeric) else None
 
 
 def _may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
     """Cheap pre-test for a repeated (group..., id) row: ``False`` only when none repeats for
     sure (64-bit keys of the ids); ``True`` means "run the exact check"."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from ._arrow import arrow_strings, may_repeat
+    from ._arrow import arrow_strings, encode, may_repeat
     try:
         codes = np.zeros(len(df), dtype=np.int64)
         for col in group_cols:
-            enc = pc.dictionary_encode(arrow_strings(df[col]))
-            codes = codes * len(enc.dictionary) + enc.indices.to_numpy(
-                zero_copy_only=False).astype(np.int64)
+            col_codes, values = encode(arrow_strings(df[col]))
+            codes = codes * len(values) + col_codes
         return may_repeat(arrow_strings(df[id_col]), codes)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return True
