@@ -201,15 +201,15 @@ class _Job:
         self.bar = _Progress(n, progress)
 
     async def run(self, concurrency: int) -> None:
-        todo = self._lookup_cache()
-        if not todo:
-            self.bar.close()
-            return
-        await self.judge.preflight()
-        slots = iter(todo)
-        workers = [asyncio.ensure_future(self._worker(slots))
-                   for _ in range(min(concurrency, len(todo)))]
+        workers: list[asyncio.Future[None]] = []
         try:
+            todo = self._lookup_cache()
+            if not todo:
+                return
+            await self.judge.preflight()
+            slots = iter(todo)
+            workers = [asyncio.ensure_future(self._worker(slots))
+                       for _ in range(min(concurrency, len(todo)))]
             done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
                 if task.exception() is not None:
@@ -224,19 +224,18 @@ class _Job:
         """Fill cached votes; return the slots still to judge."""
         if self.cache is None:
             return list(range(len(self.verdicts)))
+        key, material, samples = self.cache.key, self.judge.cache_material, self.samples
+        keys = [key(material(self.queries[slot // samples], self.chunks[slot // samples],
+                             slot % samples)) for slot in range(len(self.verdicts))]
         todo: list[int] = []
-        key, material, get = self.cache.key, self.judge.cache_material, self.cache.get
-        for slot in range(len(self.verdicts)):
-            i, s = divmod(slot, self.samples)
-            k = key(material(self.queries[i], self.chunks[i], s))
-            verdict = get(k)
+        for slot, verdict in enumerate(self.cache.get_many(keys)):
             if verdict is None:
-                self.keys[slot] = k
+                self.keys[slot] = keys[slot]
                 todo.append(slot)
             else:
                 self.verdicts[slot] = verdict
                 self.cached[slot] = 1
-                self.bar.advance(cached=True)
+        self.bar.advance(len(self.verdicts) - len(todo), cached=True)
         return todo
 
     async def _worker(self, slots: Any) -> None:
@@ -354,8 +353,10 @@ def _check_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
     return out.assign(**{c: out[c].astype(str) for c in PAIR_COLUMNS})
 
 
-def _offline_records(df: pd.DataFrame, judge: Any) -> pd.DataFrame:
-    graded = judge.judge_frame(df[list(PAIR_COLUMNS)])
+def _offline_records(df: pd.DataFrame, judge: Any, batch: int = 100_000) -> pd.DataFrame:
+    # In batches: the judge's per-pair Python objects stay small for millions of pairs.
+    graded = pd.concat([judge.judge_frame(df.iloc[i:i + batch][list(PAIR_COLUMNS)])
+                        for i in range(0, len(df), batch)], ignore_index=True)
     n = len(df)
     out = pd.DataFrame({
         "query_id": df["query_id"].to_numpy(), "chunk_id": df["chunk_id"].to_numpy(),
@@ -401,9 +402,10 @@ class _Progress:
             self._task = self._bar.add_task("label", total=total, info="")
             self._bar.start()
 
-    def advance(self, *, cached: bool = False, failed: bool = False, tokens: int = 0) -> None:
-        self.done += 1
-        self.n_cached += cached
+    def advance(self, n: int = 1, *, cached: bool = False, failed: bool = False,
+                tokens: int = 0) -> None:
+        self.done += n
+        self.n_cached += n if cached else 0
         self.n_failed += failed
         self.tokens += tokens
         if self._bar is not None:

@@ -49,6 +49,11 @@ def test_cache_round_trip_and_default_directory(tmp_path: Path) -> None:
         assert "k" in cache and len(cache) == 1
         got = cache.get("k")
         assert cache.get("missing") is None
+        many = [cache_key({"n": i}) for i in range(1200)]  # more than one SQL batch
+        cache.set_many((k, Verdict(grade=i % 4)) for i, k in enumerate(many[::2]))
+        looked_up = cache.get_many(["k", "missing", *many])
+        assert looked_up == [cache.get(k) for k in ["k", "missing", *many]]
+        assert looked_up[2].grade == 0 and looked_up[3] is None and looked_up[4].grade == 1
     assert got == Verdict(grade=2, rationale="r", input_tokens=10, output_tokens=3,
                           expected_grade=1.9)
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import openai
 
+from ..cache import cache_key
 from ..errors import ConfigError, EndpointError, JudgeError
 from ..prompts import load_prompt
 from ..schema import GRADES, Judgement
@@ -120,6 +121,7 @@ class OpenAIJudge:
                               "the offline baseline")
         self.base_url = base_url
         self.calls = 0
+        self._fingerprint: tuple[str, str] | None = None
         self._mode: Mode = "json_schema" if structured == "auto" else structured
         self._mode_known = structured != "auto"
         self._mode_lock: asyncio.Lock | None = None
@@ -151,10 +153,18 @@ class OpenAIJudge:
             params.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         return params
 
+    @property
+    def fingerprint(self) -> str:
+        """Hash of the judge's fixed settings: model, prompt text and id, sampling."""
+        settings = {"v": 1, "model": self.model, "prompt_id": self.prompt_id,
+                    "sampling": self.sampling(0)}
+        memo = repr(settings)
+        if self._fingerprint is None or self._fingerprint[0] != memo:
+            self._fingerprint = (memo, cache_key({**settings, "prompt": self.prompt.text}))
+        return self._fingerprint[1]
+
     def cache_material(self, query: str, chunk: str, sample: int = 0) -> dict[str, Any]:
-        return {"v": 1, "model": self.model, "prompt_id": self.prompt_id,
-                "prompt": self.prompt.text, "messages": self.prompt.render(query, chunk),
-                "sampling": self.sampling(sample),
+        return {"judge": self.fingerprint, "messages": self.prompt.render(query, chunk),
                 "sample": sample if self.samples > 1 else 0}
 
     def estimate_tokens(self, query: str, chunk: str) -> int:
