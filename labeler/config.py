@@ -112,6 +112,8 @@ class HumanConfig(_Section):
     calibration_method: Literal["ordinal", "isotonic"] = "ordinal"
     bootstrap: int = Field(default=1000, ge=0,
                            description="resamples for the agreement CIs (0: none)")
+    bootstrap_unit: Literal["pair", "query"] = Field(
+        default="pair", description="resample pairs, or whole queries (wider, more honest)")
     grade_map: dict[str, int] | None = Field(
         default=None, description='map raw human grades, e.g. {"-1" = 0, "4" = 3}')
 

@@ -303,8 +303,8 @@ def _reconcile(cfg: Config, records: pd.DataFrame, pairs: pd.DataFrame, run_dir:
     ok = records.loc[records["status"] == "ok"]
     overlap = ok.merge(human[["query_id", "chunk_id"]], on=["query_id", "chunk_id"])
     if len(overlap):
-        agreement_dict = reconcile.agreement(records, human,
-                                             bootstrap=cfg.human.bootstrap).to_dict()
+        agreement_dict = reconcile.agreement(records, human, bootstrap=cfg.human.bootstrap,
+                                             unit=cfg.human.bootstrap_unit).to_dict()
         files["agreement.json"] = io.write_json(agreement_dict, run_dir / "agreement.json")
         audit = reconcile.disagreements(records, human, pairs=pairs)
         files["disagreements.jsonl"] = io.write_table(audit, run_dir / "disagreements.jsonl")
