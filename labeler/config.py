@@ -147,6 +147,10 @@ class Config(_Section):
     cache: bool = True
     k: list[int] = Field(default_factory=lambda: [10],
                          description="NDCG cut-offs; the first is the one compared and reported")
+    gain: Literal["linear", "exponential"] = Field(
+        default="linear", description="NDCG gain: rel, or 2^rel - 1")
+    include_empty: bool = Field(
+        default=False, description="count queries with no relevant chunk as 0 (trec_eval)")
     title: str | None = None
     prices: dict[str, PriceConfig] = Field(
         default_factory=dict, description='e.g. [prices] "my-model" = {input = 0.1, output = 0.4}')

@@ -340,16 +340,18 @@ def _score(cfg: Config, records: pd.DataFrame, merged: pd.DataFrame | None,
     if llm_qrels.empty:
         log.warning("no pair was judged: nothing to score")
         return None, None
-    scores = evaluate(llm_qrels, runs, k=list(cfg.k)).to_dict()
+    opts = {"gain": cfg.gain, "include_empty": cfg.include_empty}
+    scores = evaluate(llm_qrels, runs, k=list(cfg.k), **opts).to_dict()
     files["scores.json"] = io.write_json(scores, run_dir / "scores.json")
     if merged is not None:
         merged_q = merged.loc[merged["status"] == "ok", ["query_id", "chunk_id", "grade"]]
         files["scores-merged.json"] = io.write_json(
-            evaluate(merged_q, runs, k=list(cfg.k)).to_dict(), run_dir / "scores-merged.json")
+            evaluate(merged_q, runs, k=list(cfg.k), **opts).to_dict(),
+            run_dir / "scores-merged.json")
     if human is None:
         return scores, None
     queries = pairs[["query_id", "query"]].drop_duplicates("query_id")
-    comparison = compare(human, llm_qrels, runs, k=cfg.k[0], queries=queries)
+    comparison = compare(human, llm_qrels, runs, k=cfg.k[0], queries=queries, **opts)
     files["comparison.json"] = io.write_json(comparison.to_dict(),
                                              run_dir / "comparison.json")
     return scores, comparison

@@ -126,3 +126,10 @@ def test_example_configs_validate_and_point_at_the_sample(name: str) -> None:
     assert cfg.inputs.queries is not None and cfg.inputs.queries.is_file()
     assert (cfg.judge.base_url is None) == (name == "openai")
     assert (cfg.judge.api_version is not None) == (name == "azure")
+
+
+def test_score_options_are_checked(tmp_path: Path) -> None:
+    cfg = load_config(_config(tmp_path, 'gain = "exponential"\ninclude_empty = true\n' + BASE))
+    assert cfg.gain == "exponential" and cfg.include_empty
+    msg = _error(_config(tmp_path, 'gain = "log"\n' + BASE))
+    assert "gain: Input should be 'linear' or 'exponential'" in msg
