@@ -183,23 +183,33 @@ def has_equal_neighbours(sorted_values: np.ndarray) -> bool:
     return bool(np.any(sorted_values[1:] == sorted_values[:-1]))
 
 
-def may_repeat(arr: pa.Array, groups: np.ndarray | None = None,
-               counts: np.ndarray | None = None, order: np.ndarray | None = None) -> bool:
+def group_keys(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray) -> np.ndarray:
+    """A uint64 key per row for (group, id): the group in the top 24 bits, 40 bits of the
+    id's hash below, so rows that come grouped give nearly sorted keys (cheap to sort and to
+    search). Groups beyond 2**24 fall back to one 64-bit hash of both."""
+    if len(groups) and int(groups.max()) >= 1 << 24:
+        return hash_ids(arr, groups)
+    key = hash_ids(arr)
+    key &= np.uint64((1 << 40) - 1)
+    key |= groups.astype(np.uint64) << np.uint64(40)
+    return key
+
+
+def may_repeat(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray | None = None,
+               block: int | None = None, order: np.ndarray | None = None) -> bool:
     """False when every (group, id) row is distinct for sure; True when some may repeat.
 
-    ``counts`` (rows per group) and ``order`` (rows by group; ``None``: they come grouped)
-    let ids be compared within each group: when all groups have one size, that is a sort
-    of short rows instead of a global one.
+    ``groups``: the group of each row. Or ``block``: the rows come in groups of ``block``
+    rows (in ``order`` when given) — then ids are compared within each block, a sort of
+    short rows instead of a global one.
     """
     if len(arr) < 2:
         return False
-    # equal ids give equal keys, which is all a test for repeats needs: the exact check
-    # that follows a "maybe" sorts out any accidental equality
-    key = _per_chunk(arr, _key)
-    if counts is not None and len(counts) and bool((counts == counts[0]).all()):
-        key = key if order is None else key[order]
-        key = np.sort(key.reshape(len(counts), int(counts[0])), axis=1)
+    if block:
+        # equal ids give equal keys, which is all a test for repeats needs: the exact
+        # check that follows a "maybe" sorts out any accidental equality
+        key = _per_chunk(arr, _key)
+        key = np.sort((key if order is None else key[order]).reshape(-1, block), axis=1)
         return bool(np.any(key[:, 1:] == key[:, :-1]))
-    if groups is not None:
-        key = _mix(key + groups.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    return has_equal_neighbours(np.sort(key))
+    key = hash_ids(arr) if groups is None else group_keys(arr, groups)
+    return has_equal_neighbours(np.sort(key, kind="stable"))

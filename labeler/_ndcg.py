@@ -59,23 +59,35 @@ class QrelsArrays:
 class KernelOut:
     """Per group (one (system, query) of the run) and per k: arrays of shape (groups, len(ks))."""
 
-    systems: np.ndarray      # (groups,) system name of each group
-    queries: np.ndarray      # (groups,) query id of each group
+    system_names: list[str]  # the run's systems, in order of first appearance
+    system: np.ndarray       # (groups,) index into system_names of each group
+    queries: pa.Array        # (groups,) query id of each group
     dcg: np.ndarray
     idcg: np.ndarray
     judged: np.ndarray       # share of the top k that is judged
     in_qrels: np.ndarray     # (groups,) the query has at least one judgement
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Groups:
-    g: np.ndarray            # group of each row (int64)
     counts: np.ndarray       # rows per group
     group_q: np.ndarray      # query code of each group (into q_dict)
-    q_dict: Strings         # the run's distinct query ids
-    systems: np.ndarray      # system name of each group
-    in_order: bool           # rows grouped and groups numbered in row order
-    by_group: np.ndarray | None = None   # rows ordered by group (stable) when not in_order
+    q_dict: Strings          # the run's distinct query ids
+    system_names: list[str]  # the run's systems, in order of first appearance
+    system: np.ndarray       # index into system_names of each group
+    heads: np.ndarray | None = None      # first row of each group when rows come grouped
+    g: np.ndarray | None = None          # group of each row (made on demand when grouped)
+    by_group: np.ndarray | None = None   # rows ordered by group (stable) when not grouped
+
+    @property
+    def in_order(self) -> bool:
+        return self.heads is not None
+
+    def rows_group(self) -> np.ndarray:
+        """The group of every row."""
+        if self.g is None:
+            self.g = np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
+        return self.g
 
 
 def gain_of(grades: np.ndarray, gain: str) -> np.ndarray:
@@ -100,19 +112,19 @@ def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: 
     """
     kmax = max(ks)
     grp = _groups(run, check_run)
-    if check_run and (not clean_ids(run.chunk) or _arrow.may_repeat(
-            run.chunk, grp.g, grp.counts, grp.by_group)):
+    if check_run and (not clean_ids(run.chunk) or _run_may_repeat(run.chunk, grp)):
         raise NeedsIO("run")
     qr_q, n_codes = _qrels_codes(qrels.query, grp.q_dict, check_qrels)
+    if check_qrels and (not clean_ids(qrels.chunk) or _arrow.may_repeat(qrels.chunk, qr_q)):
+        raise NeedsIO("qrels")
 
-    rows, pos = _top_rows(grp, run, kmax if ideal == "qrels" else None)
-    row_g = grp.g[rows]
+    rows, pos, row_g = _top_rows(grp, run, kmax if ideal == "qrels" else None)
     if ideal == "run":   # every row's grade is needed for the ideal; top rows pick theirs
-        all_grades = _lookup_grades(grp.group_q[grp.g], run.chunk, qr_q, qrels, check_qrels)
+        all_grades = _lookup_grades(grp.group_q[grp.rows_group()], run.chunk, qr_q, qrels)
         grades = all_grades[rows]
     else:
         grades = _lookup_grades(grp.group_q[row_g], run.chunk.take(pa.array(rows)), qr_q,
-                                qrels, check_qrels)
+                                qrels)
 
     # DCG and judged share per k: bincount adds in rank order, as trec_eval sums
     ng = len(grp.counts)
@@ -128,11 +140,11 @@ def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: 
 
     in_qrels = np.bincount(qr_q, minlength=n_codes)[grp.group_q] > 0
     if ideal == "run":
-        idcg = _ideal_dcg(grp.g, all_grades, ng, ks, gain)
+        idcg = _ideal_dcg(grp.rows_group(), all_grades, ng, ks, gain)
     else:
         idcg = _ideal_dcg(qr_q, qrels.grade, n_codes, ks, gain)[grp.group_q]
-    queries = grp.q_dict.take(pa.array(grp.group_q)).to_numpy(zero_copy_only=False)
-    return KernelOut(systems=grp.systems, queries=queries, dcg=dcg, idcg=idcg,
+    return KernelOut(system_names=grp.system_names, system=grp.system,
+                     queries=grp.q_dict.take(pa.array(grp.group_q)), dcg=dcg, idcg=idcg,
                      judged=judged, in_qrels=in_qrels)
 
 
@@ -153,19 +165,17 @@ def _groups(run: RunArrays, check_ids: bool) -> _Groups:
     if one_system:
         name = run.system if isinstance(run.system, str) else (
             run.system[0].as_py() if len(run.system) else "run")
-        s_names, s_code = np.array([name], dtype=object), np.zeros(len(heads), np.int64)
+        s_names, s_code = [str(name)], np.zeros(len(heads), np.int64)
     else:
         codes, uniques = pd.factorize(run.system.take(pa.array(heads)).to_numpy(
             zero_copy_only=False), sort=False)
-        s_names, s_code = np.asarray(uniques, dtype=object), codes.astype(np.int64)
+        s_names, s_code = [str(x) for x in uniques], codes.astype(np.int64)
     pair = s_code * max(len(q_dict), 1) + q_code
     if check_ids and not (clean_ids(q_dict) if len(q_dict) else n == 0):
         raise NeedsIO("run")
     if len(np.unique(pair)) == len(heads):   # every group is one block of rows
-        counts = np.diff(np.append(heads, n))
-        g = np.repeat(np.arange(len(heads), dtype=np.int64), counts)
-        return _Groups(g=g, counts=counts, group_q=q_code, q_dict=q_dict,
-                       systems=s_names[s_code], in_order=True)
+        return _Groups(counts=np.diff(np.append(heads, n)), group_q=q_code, q_dict=q_dict,
+                       system_names=s_names, system=s_code, heads=heads)
     return _groups_of_rows(run, one_system, check_ids)
 
 
@@ -176,18 +186,18 @@ def _groups_of_rows(run: RunArrays, one_system: bool, check_ids: bool) -> _Group
         raise NeedsIO("run")
     if one_system:
         name = run.system if isinstance(run.system, str) else run.system[0].as_py()
-        return _Groups(g=row_q, counts=np.bincount(row_q, minlength=len(q_dict)),
-                       group_q=np.arange(len(q_dict)), q_dict=q_dict,
-                       systems=np.array([name] * len(q_dict), dtype=object), in_order=False,
+        return _Groups(counts=np.bincount(row_q, minlength=len(q_dict)),
+                       group_q=np.arange(len(q_dict)), q_dict=q_dict, system_names=[str(name)],
+                       system=np.zeros(len(q_dict), np.int64), g=row_q,
                        by_group=_stable_group_order(row_q, len(q_dict)))
     codes, uniques = pd.factorize(run.system.to_numpy(zero_copy_only=False), sort=False)
     g, pairs = pd.factorize(codes.astype(np.int64) * len(q_dict) + row_q, sort=False)
     pairs = np.asarray(pairs, dtype=np.int64)
     g = g.astype(np.int64)
-    return _Groups(g=g, counts=np.bincount(g, minlength=len(pairs)),
+    return _Groups(counts=np.bincount(g, minlength=len(pairs)),
                    group_q=pairs % len(q_dict), q_dict=q_dict,
-                   systems=np.asarray(uniques, dtype=object)[pairs // len(q_dict)],
-                   in_order=False, by_group=_stable_group_order(g, len(pairs)))
+                   system_names=[str(x) for x in uniques], system=pairs // len(q_dict), g=g,
+                   by_group=_stable_group_order(g, len(pairs)))
 
 
 def _changes(arr: Strings) -> np.ndarray:
@@ -222,23 +232,18 @@ def _qrels_codes(query: Strings, q_dict: Strings, check_ids: bool) -> tuple[np.n
 
 # --------------------------------------------------------------------------- ranking
 
-def _top_rows(grp: _Groups, run: RunArrays, kmax: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """Rows in rank order (group, score desc, chunk id desc) and their 0-based rank, keeping
-    only ranks < ``kmax`` (all rows when ``kmax`` is None)."""
-    g, score, counts = grp.g, run.score, grp.counts
-    n = len(g)
-    if grp.in_order:
-        same = g[1:] == g[:-1]
+def _top_rows(grp: _Groups, run: RunArrays, kmax: int | None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows in rank order (group, score desc, chunk id desc), their 0-based rank and group,
+    keeping only ranks < ``kmax`` (every row when ``kmax`` is None)."""
+    score, counts = run.score, grp.counts
+    n = len(score)
+    if grp.heads is not None and n > 1:
+        same = np.ones(n - 1, dtype=bool)   # row i + 1 is in the group of row i
+        same[grp.heads[1:] - 1] = False
         if not np.any(same & (score[1:] > score[:-1])):   # already ranked, but for ties
-            rows = np.arange(n)
-            tied = np.flatnonzero(same & (score[1:] == score[:-1]))
-            if len(tied):   # order each run of equal scores by chunk id, descending
-                members = np.union1d(tied, tied + 1)
-                rows[members] = members[_rank_sort(g[members], score[members],
-                                                   run.chunk.take(pa.array(members)))]
-            pos = np.arange(n, dtype=np.int64) - _starts(counts)[g]
-            keep = np.arange(n) if kmax is None else np.flatnonzero(pos < kmax)
-            return rows[keep], pos[keep]
+            return _ranked_rows(grp.heads, counts, run, same, kmax)
+    g = grp.rows_group()
     cand = np.arange(n)
     if kmax is not None and kmax < counts.max(initial=0):
         cand = _candidates(grp, score, kmax)
@@ -247,7 +252,27 @@ def _top_rows(grp: _Groups, run: RunArrays, kmax: int | None) -> tuple[np.ndarra
     pos = np.arange(len(rows), dtype=np.int64) - _starts(np.bincount(row_g, minlength=len(
         counts)))[row_g]
     keep = np.arange(len(rows)) if kmax is None else np.flatnonzero(pos < kmax)
-    return rows[keep], pos[keep]
+    return rows[keep], pos[keep], row_g[keep]
+
+
+def _ranked_rows(heads: np.ndarray, counts: np.ndarray, run: RunArrays, same: np.ndarray,
+                 kmax: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_top_rows` for rows already grouped and ranked by score: only runs of tied
+    scores need ordering (by chunk id, descending), and no per-row array is built."""
+    top = counts if kmax is None else np.minimum(counts, kmax)
+    row_g = np.repeat(np.arange(len(top), dtype=np.int64), top)
+    pos = np.arange(len(row_g), dtype=np.int64) - np.repeat(_starts(top), top)
+    rows = heads[row_g] + pos
+    tied = np.flatnonzero(same & (run.score[1:] == run.score[:-1]))
+    if len(tied):   # put each run of equal scores in trec_eval's order
+        members = np.union1d(tied, tied + 1)
+        m_group = np.searchsorted(heads, members, side="right") - 1
+        reordered = members[_rank_sort(m_group, run.score[members],
+                                       run.chunk.take(pa.array(members)))]
+        at = np.minimum(np.searchsorted(members, rows), len(members) - 1)
+        hit = members[at] == rows
+        rows[hit] = reordered[at[hit]]
+    return rows, pos, row_g
 
 
 def _rank_sort(g: np.ndarray, score: np.ndarray, chunk: Strings) -> np.ndarray:
@@ -264,7 +289,7 @@ def _starts(counts: np.ndarray) -> np.ndarray:
 def _candidates(grp: _Groups, score: np.ndarray, k: int) -> np.ndarray:
     """Rows scoring at least their group's k-th best score (ties at that score included):
     a superset of every group's top k, found without a sort when groups are alike in size."""
-    g, counts = grp.g, grp.counts
+    g, counts = grp.rows_group(), grp.counts
     width = int(counts.max(initial=0))
     if len(counts) * width > 2 * len(g) + 4096:     # very uneven groups: sort everything
         return np.arange(len(g))
@@ -289,34 +314,54 @@ def _stable_group_order(g: np.ndarray, n_groups: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- grades
 
+def _run_may_repeat(chunk: Strings, grp: _Groups) -> bool:
+    """A chunk may be ranked twice for one (system, query): see :func:`_arrow.may_repeat`."""
+    counts = grp.counts
+    if len(counts) and bool((counts == counts[0]).all()):
+        return _arrow.may_repeat(chunk, block=int(counts[0]), order=grp.by_group)
+    return _arrow.may_repeat(chunk, grp.rows_group())
+
+
 def _lookup_grades(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
-                   qrels: QrelsArrays, check_qrels: bool) -> np.ndarray:
-    """Grade of each (query code, chunk) of the run in the qrels, ``-1`` where unjudged."""
-    if len(qr_q) == 0:
-        return np.full(len(run_q), -1, dtype=np.int64)
-    if check_qrels and not clean_ids(qrels.chunk):
-        raise NeedsIO("qrels")
-    q_hash = _arrow.hash_ids(qrels.chunk, qr_q)
-    order = np.argsort(q_hash)
-    q_sorted = q_hash[order]
-    if has_equal_neighbours(q_sorted):   # a judgement given twice, or (rarely) a collision
-        return _lookup_exact(run_q, run_chunk, qr_q, qrels, check_qrels)
-    r_hash = _arrow.hash_ids(run_chunk, run_q)
-    r_order = np.argsort(r_hash)   # searching sorted keys is far kinder to the cache
-    at = np.empty(len(r_hash), dtype=np.int64)
-    at[r_order] = np.searchsorted(q_sorted, r_hash[r_order])
-    np.minimum(at, len(q_sorted) - 1, out=at)
-    cand = order[at]
-    hit = q_sorted[at] == r_hash
-    rows = np.flatnonzero(hit)
-    if len(rows):   # confirm every hash match on the ids themselves
-        same = pc.equal(run_chunk.take(pa.array(rows)), qrels.chunk.take(pa.array(cand[rows])))
-        hit[rows] = same.to_numpy(zero_copy_only=False) & (qr_q[cand[rows]] == run_q[rows])
-    return np.where(hit, qrels.grade[cand], -1).astype(np.int64)
+                   qrels: QrelsArrays) -> np.ndarray:
+    """Grade of each (query code, chunk) of the run in the qrels (keys unique), ``-1`` where
+    unjudged. Both sides get (query, id-hash) keys, nearly sorted already when the rows come
+    by query; the qrels keys are searched among the run's and every match is confirmed on
+    the ids themselves."""
+    out = np.full(len(run_q), -1, dtype=np.int64)
+    if len(qr_q) == 0 or len(run_q) == 0:
+        return out
+    r_key = _arrow.group_keys(run_chunk, run_q)
+    r_order = np.argsort(r_key, kind="stable")
+    r_sorted = r_key[r_order]
+    new = np.empty(len(r_sorted), dtype=bool)
+    new[0] = True
+    np.not_equal(r_sorted[1:], r_sorted[:-1], out=new[1:])
+    table, first = r_sorted[new], r_order[new]
+    inverse = np.empty(len(r_key), dtype=np.int64)
+    inverse[r_order] = np.cumsum(new) - 1
+    if len(table) < len(run_q):   # a key twice (several systems), or a hash collision
+        rep = first[inverse]
+        same = pc.equal(run_chunk, run_chunk.take(pa.array(rep))).to_numpy(zero_copy_only=False)
+        if not (same.all() and (run_q == run_q[rep]).all()):
+            return _lookup_exact(run_q, run_chunk, qr_q, qrels)
+    q_key = _arrow.group_keys(qrels.chunk, qr_q)
+    q_order = np.argsort(q_key, kind="stable")
+    at = np.minimum(np.searchsorted(table, q_key[q_order]), len(table) - 1)
+    maybe = np.flatnonzero(table[at] == q_key[q_order])
+    hits, at = q_order[maybe], at[maybe]            # qrels rows that may be in the run
+    if len(hits):
+        r_rows = first[at]
+        same = pc.equal(qrels.chunk.take(pa.array(hits)), run_chunk.take(pa.array(r_rows)))
+        ok = same.to_numpy(zero_copy_only=False) & (qr_q[hits] == run_q[r_rows])
+        grade_of_key = np.full(len(table), -1, dtype=np.int64)
+        grade_of_key[at[ok]] = qrels.grade[hits[ok]]
+        out = grade_of_key[inverse]
+    return out
 
 
 def _lookup_exact(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
-                  qrels: QrelsArrays, check_qrels: bool) -> np.ndarray:
+                  qrels: QrelsArrays) -> np.ndarray:
     """Exact lookup through one dictionary encoding of the chunk ids (the slow, sure path)."""
     codes, dictionary = encode(pa.chunked_array(_chunks(run_chunk) + _chunks(qrels.chunk),
                                                 type=pa.large_string()))
@@ -325,8 +370,6 @@ def _lookup_exact(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
     q_key = qr_q * nc + codes[len(run_q):]
     order = np.argsort(q_key, kind="stable")
     q_sorted = q_key[order]
-    if check_qrels and has_equal_neighbours(q_sorted):
-        raise NeedsIO("qrels")
     at = np.minimum(np.searchsorted(q_sorted, run_key), len(q_sorted) - 1)
     hit = q_sorted[at] == run_key
     return np.where(hit, qrels.grade[order[at]], -1).astype(np.int64)

@@ -111,17 +111,18 @@ class ScoreResult:
         """The SPEC §3 ``--json`` object: ``{"k": [...], "runs": {tag: {"ndcg@k": {...}}}}``."""
         runs: dict[str, Any] = {}
         pq = self.per_query
-        for (system, k), part in pq.groupby(["system", "k"], sort=False):
-            row = self._summary_row(str(system), int(k))
-            kept = part.loc[part["ndcg"].notna()]
-            runs.setdefault(str(system), {})[f"ndcg@{int(k)}"] = {
-                "mean": _num(row["mean"]),
-                "median": _num(row["median"]),
-                "n_queries": int(row["n_queries"]),
-                "per_query": dict(zip(kept["query_id"].tolist(), kept["ndcg"].tolist())),
-                "n_empty": int(row["n_empty"]),
-                "n_not_in_qrels": int(row["n_not_in_qrels"]),
-                "judged_share": _num(row["judged_share"]),
+        system, k_col = pq["system"].to_numpy(), pq["k"].to_numpy()
+        ndcg, query = pq["ndcg"].to_numpy(), pq["query_id"].to_numpy()
+        for row in self.summary.itertuples(index=False):
+            kept = (system == row.system) & (k_col == row.k) & ~np.isnan(ndcg)
+            runs.setdefault(str(row.system), {})[f"ndcg@{int(row.k)}"] = {
+                "mean": _num(row.mean),
+                "median": _num(row.median),
+                "n_queries": int(row.n_queries),
+                "per_query": dict(zip(query[kept].tolist(), ndcg[kept].tolist())),
+                "n_empty": int(row.n_empty),
+                "n_not_in_qrels": int(row.n_not_in_qrels),
+                "judged_share": _num(row.judged_share),
             }
         return {"k": list(self.ks), "runs": runs}
 
@@ -230,10 +231,9 @@ def _evaluate_frames(qrels: pd.DataFrame, run: pd.DataFrame, ks: list[int], gain
 def _result(out: KernelOut, ks: list[int], gain: str, ideal: str, include_empty: bool
             ) -> ScoreResult:
     per_query = _per_query(out, ks, include_empty)
-    summary = _summary(per_query, out, ks)
-    systems = list(dict.fromkeys(out.systems.tolist()))
-    return ScoreResult(per_query=per_query, summary=summary, ks=list(ks), gain=gain,
-                       ideal=ideal, include_empty=include_empty, systems=systems)
+    return ScoreResult(per_query=per_query, summary=_summary(out, ks, per_query), ks=list(ks),
+                       gain=gain, ideal=ideal, include_empty=include_empty,
+                       systems=list(out.system_names))
 
 
 def _run_arrays(run: pd.DataFrame) -> RunArrays:
@@ -301,34 +301,33 @@ def _per_query(out: KernelOut, ks: list[int], include_empty: bool) -> pd.DataFra
         ndcg = np.where(out.idcg > 0, out.dcg / out.idcg, np.nan)
     if include_empty:
         ndcg = np.where((out.idcg == 0) & out.in_qrels[:, None], 0.0, ndcg)
-    return pd.DataFrame({
-        "system": pd.array(np.repeat(out.systems, nk), dtype="str"),
-        "query_id": pd.array(np.repeat(out.queries, nk), dtype="str"),
+    each = np.repeat(np.arange(ng), nk)
+    names = pa.array(out.system_names, type=pa.large_string())
+    table = pa.table({
+        "system": names.take(pa.array(out.system[each])),
+        "query_id": out.queries.take(pa.array(each)),
         "k": np.tile(np.asarray(ks, dtype=np.int64), ng),
         "ndcg": ndcg.ravel(),
         "dcg": out.dcg.ravel(),
         "idcg": out.idcg.ravel(),
         "judged_at_k": out.judged.ravel(),
     })
+    return table.to_pandas()
 
 
-def _summary(per_query: pd.DataFrame, out: KernelOut, ks: list[int]) -> pd.DataFrame:
-    nk = len(ks)
-    empty = (out.idcg == 0).ravel()
-    missing = np.repeat(~out.in_qrels, nk)
-    frame = per_query.assign(_empty=empty, _missing=missing)
-    grouped = frame.groupby(["system", "k"], sort=False)
-    summary = grouped.agg(mean=("ndcg", "mean"), median=("ndcg", "median"),
-                          n_queries=("ndcg", "count"), n_empty=("_empty", "sum"),
-                          judged_share=("judged_at_k", "mean"),
-                          n_not_in_qrels=("_missing", "sum")).reset_index()
-    order = {k: i for i, k in enumerate(ks)}
-    summary["_order"] = summary["k"].map(order)
-    summary = summary.sort_values(["_order"], kind="stable")
-    systems = list(dict.fromkeys(out.systems.tolist()))
-    summary["_sys"] = summary["system"].map({s: i for i, s in enumerate(systems)})
-    summary = summary.sort_values(["_sys", "_order"], kind="stable").drop(columns=["_order",
-                                                                                     "_sys"])
-    for col in ("n_queries", "n_empty", "n_not_in_qrels"):
-        summary[col] = summary[col].astype(np.int64)
-    return summary[SUMMARY_COLUMNS].reset_index(drop=True)
+def _summary(out: KernelOut, ks: list[int], per_query: pd.DataFrame) -> pd.DataFrame:
+    ndcg = per_query["ndcg"].to_numpy().reshape(out.dcg.shape)
+    rows = []
+    for si, system in enumerate(out.system_names):
+        mine = out.system == si
+        for j, k in enumerate(ks):
+            values = ndcg[mine, j]
+            kept = values[~np.isnan(values)]
+            rows.append((system, k, float(kept.mean()) if len(kept) else math.nan,
+                         float(np.median(kept)) if len(kept) else math.nan, len(kept),
+                         int((out.idcg[mine, j] == 0).sum()),
+                         float(out.judged[mine, j].mean()) if mine.any() else math.nan,
+                         int((~out.in_qrels[mine]).sum())))
+    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    summary["system"] = summary["system"].astype("str")
+    return summary
