@@ -141,6 +141,20 @@ def clean_ids(arr: pa.Array | pa.ChunkedArray) -> bool:
     return True
 
 
+def plain_fields(arr: pa.Array | pa.ChunkedArray) -> bool:
+    """True when no value is empty and none holds a tab (what a split on single blanks
+    gives for a well-formed whitespace-separated line)."""
+    for chunk in _chunks(arr):
+        if not len(chunk):
+            continue
+        b = Bytes.of(chunk)
+        if bool(np.any(b.offsets[1:] == b.offsets[:-1])):
+            return False
+        if bool(np.any(b.data[b.offsets[0]:b.offsets[-1]] == 9)):
+            return False
+    return True
+
+
 def _mix(z: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser, in place on a uint64 array."""
     z ^= z >> np.uint64(30)

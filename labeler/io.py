@@ -309,25 +309,28 @@ def _read_trec(p: Path, names: list[str], usecols: list[int], what: str,
     return df
 
 
-def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[str, str]
-                    ) -> pd.DataFrame | None:
+def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[str, str],
+                    categorical: tuple[str, ...] = ()) -> pd.DataFrame | None:
     """The common case of :func:`_read_trec`, fast: fields split by single spaces, read by
-    pyarrow's CSV reader (``numeric`` columns parsed as ``"float"``/``"int"``); ``None``
-    whenever the file is anything else (tabs, runs of blanks, bad numbers, compression ...),
-    so that the general reader decides and names the line."""
+    pyarrow's CSV reader (``numeric`` columns parsed as ``"float"``/``"int"``, the
+    ``categorical`` ones kept as pandas categoricals); ``None`` whenever the file is anything
+    else (tabs, runs of blanks, bad numbers, compression ...), so that the general reader
+    decides and names the line."""
     if p.suffix.lower() in (".gz", ".bz2", ".xz", ".zst"):
         return None
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
-    types = {n: pa.large_string() if n in keep else pa.dictionary(pa.int32(), pa.string())
-             for n in names}
+    from ._arrow import plain_fields
+
+    types = {n: pa.large_string() if n in keep and n not in categorical
+             else pa.dictionary(pa.int32(), pa.large_string()) for n in names}
     types.update({n: pa.float64() if kind == "float" else pa.int64()
                   for n, kind in numeric.items()})
     try:
         table = pcsv.read_csv(
-            p, read_options=pcsv.ReadOptions(column_names=names),
+            p, read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
                                             escape_char=False, ignore_empty_lines=True),
             convert_options=pcsv.ConvertOptions(column_types=types, null_values=[],
@@ -342,14 +345,13 @@ def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[st
             if col.null_count or (numeric[name] == "float"
                                   and bool(pc.any(pc.is_nan(col)).as_py())):
                 return None
-            continue
-        values = (pa.chunked_array([c.dictionary for c in col.chunks])
-                  if name not in keep else col)
-        if len(values) and (pc.min(pc.binary_length(values)).as_py() == 0
-                            or pc.any(pc.match_substring(values, "\t")).as_py()):
+        elif not plain_fields(col if pa.types.is_large_string(col.type) else
+                              pa.chunked_array([c.dictionary for c in col.chunks],
+                                               type=pa.large_string())):
             return None   # an empty field (two blanks in a row) or a tab: general reader
     out = table.select(keep).to_pandas()
-    return out if all(out[c].dtype == "str" for c in keep if c not in numeric) else None
+    strings = [c for c in keep if c not in numeric and c not in categorical]
+    return out if all(out[c].dtype == "str" for c in strings) else None
 
 
 def _may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
@@ -376,8 +378,10 @@ def _qrels_check(parts: list[str]) -> str | None:
 
 def _run_check(parts: list[str]) -> str | None:
     try:
-        float(parts[4])
+        value = float(parts[4])
     except ValueError:
+        value = float("nan")
+    if value != value:   # not a number, or "nan"
         return f"score must be a number, got {parts[4]!r}"
     return None
 
@@ -526,7 +530,7 @@ def read_run(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
     if kind == "trec":
         names = ["query_id", "q0", "chunk_id", "rank", "score", "system"]
         df = _read_trec_fast(p, names, ["query_id", "chunk_id", "score", "system"],
-                             {"score": "float"})
+                             {"score": "float", "rank": "int"}, categorical=("system",))
         if df is None:
             df = _read_trec(p, names, [0, 2, 4, 5], "run", _run_check)
         loc = _trec_lines(p)
@@ -558,7 +562,8 @@ def read_run(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
             "chunk_id": _as_id(df["chunk_id"], "chunk_id", p, loc),
             "score": scores.astype("float64"), "system": system,
         })
-    if not _may_repeat(out, ["system", "query_id"], "chunk_id"):
+    if not _may_repeat(out, ["query_id"] if kind == "trec" else ["system", "query_id"],
+                       "chunk_id"):   # (a TREC run has one tag)
         return out
     dup = out.duplicated(["system", "query_id", "chunk_id"])
     if dup.any():

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from labeler import io
 from labeler.cli import main
+from labeler.errors import InputError
 
 QRELS = "1 0 a 3\n1 0 b 1\n1 0 c 0\n2 0 x 0\n007 0 y 2\n"
 BM25 = "1 Q0 a 1 3.0 bm25\n1 Q0 c 2 2.0 bm25\n1 Q0 b 3 1.0 bm25\n2 Q0 x 1 1.0 bm25\n" \
@@ -124,3 +126,58 @@ def test_bad_qrels_and_duplicate_tags_exit_2(tmp_path: Path, files: tuple[Path, 
     assert code == 2 and "bm25" in err
     code, _, err = _score("--qrels", str(tmp_path / "missing.qrels"), "--run", str(run))
     assert code == 2 and "missing.qrels" in err
+
+
+# --------------------------------------------------------------------------- reading files
+
+RUN_LINES = ["1 Q0 a 1 3.0 bm25", "1 Q0 c 2 2.0 bm25", "1 Q0 b 3 1.0 bm25",
+             "007 Q0 y 1 5.0 bm25"]
+
+
+@pytest.mark.parametrize("variant", ["spaces", "tabs", "runs-of-blanks", "crlf", "bom",
+                                     "blank-lines", "odd-rank"])
+def test_every_trec_layout_reads_alike(tmp_path: Path, variant: str) -> None:
+    # single-space files take the fast reader, the others the general one: same frames
+    lines = list(RUN_LINES)
+    text = "\n".join(lines) + "\n"
+    if variant == "tabs":
+        text = text.replace(" ", "\t")
+    elif variant == "runs-of-blanks":
+        text = "\n".join("  " + ln.replace(" ", "   ") + " " for ln in lines) + "\n"
+    elif variant == "crlf":
+        text = text.replace("\n", "\r\n")
+    elif variant == "bom":
+        text = "\ufeff" + text
+    elif variant == "blank-lines":
+        text = "\n" + "\n\n".join(lines) + "\n\n"
+    elif variant == "odd-rank":
+        text = text.replace(" 1 ", " 1.0 ")
+    run = io.read_run(_write(tmp_path / "r.run", text))
+    assert run.to_dict("list") == {
+        "query_id": ["1", "1", "1", "007"], "chunk_id": ["a", "c", "b", "y"],
+        "score": [3.0, 2.0, 1.0, 5.0], "system": ["bm25"] * 4}
+    assert str(run["system"].dtype) == str(run["query_id"].dtype) == "str"
+    qrels = io.read_qrels(_write(tmp_path / "h.qrels", QRELS.replace(" ", "\t")
+                                 if variant == "tabs" else QRELS))
+    assert qrels.to_dict("list") == {"query_id": ["1", "1", "1", "2", "007"],
+                                     "chunk_id": ["a", "b", "c", "x", "y"],
+                                     "grade": [3, 1, 0, 0, 2]}
+
+
+@pytest.mark.parametrize("text,message", [
+    ("1 Q0 a 1 3.0 t\n1 Q0 b 2 nan t\n", "line 2: score must be a number"),
+    ("1 Q0 a 1 3.0 t\n1 Q0 b 2 1.0 t\n1 Q0 a 3 0.5 t\n", "line 3: chunk 'a' is ranked twice"),
+    ("1 Q0 a 1 3.0 t\n1  a 2 1.0 t\n", "line 2: a TREC run line has 6 fields, this one has 5"),
+])
+def test_fast_reader_leaves_errors_to_the_general_one(tmp_path: Path, text: str,
+                                                      message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        io.read_run(_write(tmp_path / "r.run", text))
+
+
+def test_qrels_oddities_read_like_the_general_reader(tmp_path: Path) -> None:
+    q = io.read_qrels(_write(tmp_path / "h.qrels", "1 0 a 2.0\n1 0 a 2\n1 0 b +1\n"))
+    assert q.to_dict("list") == {"query_id": ["1", "1"], "chunk_id": ["a", "b"],
+                                 "grade": [2, 1]}     # same judgement twice: kept once
+    with pytest.raises(InputError, match="line 2: query '1', chunk 'a' is judged twice"):
+        io.read_qrels(_write(tmp_path / "c.qrels", "1 0 a 2\n1 0 a 1\n"))
