@@ -81,12 +81,13 @@ def test_exhausted_retries_exit_3_and_the_output_holds_every_pair(tmp_path: Path
 def test_a_rejected_key_exits_2_within_seconds(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-the-right-one")
-    pairs = write_pairs(make_pairs(40), tmp_path / "pairs.jsonl")
-    with FakeLLMServer(api_key="sk-right", latency=0.05) as srv:
+    pairs = write_pairs(make_pairs(200), tmp_path / "pairs.jsonl")
+    with FakeLLMServer(api_key="sk-right", latency=0.1) as srv:  # the whole job: 10 s
         started = time.monotonic()
         res = _run("label", "--pairs", pairs, "--model", "fake-judge", "--base-url",
-                   srv.base_url, "--out", tmp_path / "labels.jsonl", *FAST)
-        assert time.monotonic() - started < 5
+                   srv.base_url, "--out", tmp_path / "labels.jsonl", "--concurrency", "2",
+                   *FAST)
+        assert time.monotonic() - started < 5 and srv.calls == 1
     assert res.exit_code == 2
     assert "rejected the API key (HTTP 401" in res.stderr and "OPENAI_API_KEY" in res.stderr
     assert "Traceback" not in res.output

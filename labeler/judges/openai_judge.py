@@ -125,6 +125,7 @@ class OpenAIJudge:
         self._mode: Mode = "json_schema" if structured == "auto" else structured
         self._mode_known = structured != "auto"
         self._mode_lock: asyncio.Lock | None = None
+        self._stopped: EndpointError | None = None
         self._tokens_param = "max_tokens"
         self._client: openai.AsyncOpenAI | None = None
         self._response_format = {"type": "json_schema", "json_schema": {
@@ -171,8 +172,14 @@ class OpenAIJudge:
         return (len(self.prompt.text) + len(query) + len(chunk)) // 4 + self.max_tokens
 
     async def judge(self, query: str, chunk: str, sample: int = 0) -> Verdict:
+        if self._stopped is not None:  # the endpoint already refused the job: ask no more
+            raise self._stopped
         messages = self.prompt.render(query, chunk)
-        response = await self._complete(messages, sample)
+        try:
+            response = await self._complete(messages, sample)
+        except EndpointError as exc:
+            self._stopped = exc
+            raise
         return self._verdict(response)
 
     async def preflight(self) -> None:
@@ -184,8 +191,8 @@ class OpenAIJudge:
         except openai.APIStatusError as exc:
             if exc.status_code in (401, 403):
                 raise self._fatal(exc) from None
-        except openai.APITimeoutError:
-            pass  # some servers are slow to list models: try a chat call below
+        except (openai.APITimeoutError, ValueError, TypeError):
+            pass  # slow to list models, or an odd listing: try a chat call below
         except openai.APIConnectionError as exc:
             raise EndpointError(f"cannot reach the endpoint {self.where} ({_cause(exc)}); "
                                 "check --base-url and that the server is running") from None
@@ -203,9 +210,12 @@ class OpenAIJudge:
             if exc.status_code in (401, 403, 404):
                 raise self._fatal(exc) from None
             # 400 (e.g. max_tokens=1 refused), 429, 5xx: the endpoint is there and answers
+        except (ValueError, TypeError):
+            pass  # it answered, if oddly: the judging calls will tell more
 
     async def aclose(self) -> None:
         self._mode_lock = None  # asyncio locks belong to one event loop
+        self._stopped = None
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
@@ -236,6 +246,8 @@ class OpenAIJudge:
             if self._mode_lock is None:
                 self._mode_lock = asyncio.Lock()
             async with self._mode_lock:
+                if self._stopped is not None:
+                    raise self._stopped
                 if not self._mode_known:
                     return await self._probe(messages, sample)
         try:
@@ -297,6 +309,9 @@ class OpenAIJudge:
                 self._tokens_param = "max_completion_tokens"
                 return await self._request(mode, messages, sample)
             raise
+        except (ValueError, TypeError) as exc:  # a body the client cannot decode
+            raise RetryableError(f"malformed response from the endpoint ({type(exc).__name__}: "
+                                 f"{str(exc)[:120]})") from None
 
     # ------------------------------------------------------------------ answers, errors
 
