@@ -61,7 +61,8 @@ def encode(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
         chunks[-1].dictionary   # one dictionary shared by all chunks
 
 
-def _chunks(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+def chunks(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    """The chunks of a (chunked) array."""
     return arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
 
 
@@ -69,7 +70,7 @@ def _per_chunk(arr: pa.Array | pa.ChunkedArray, fn: Any, *columns: np.ndarray | 
                ) -> np.ndarray:
     """``fn(Bytes, *column slices)`` on each chunk, results concatenated."""
     out, at = [], 0
-    for chunk in _chunks(arr):
+    for chunk in chunks(arr):
         n = len(chunk)
         if n:
             out.append(fn(Bytes.of(chunk), *(c[at:at + n] if c is not None else None
@@ -125,7 +126,7 @@ def clean_ids(arr: pa.Array | pa.ChunkedArray) -> bool:
     ``str.strip`` set): ``io`` would keep every id as it is."""
     if len(arr) == 0 or arr.null_count:
         return False
-    for chunk in _chunks(arr):
+    for chunk in chunks(arr):
         if not len(chunk):
             continue
         b = Bytes.of(chunk)
@@ -144,7 +145,7 @@ def clean_ids(arr: pa.Array | pa.ChunkedArray) -> bool:
 def plain_fields(arr: pa.Array | pa.ChunkedArray) -> bool:
     """True when no value is empty and none holds a tab (what a split on single blanks
     gives for a well-formed whitespace-separated line)."""
-    for chunk in _chunks(arr):
+    for chunk in chunks(arr):
         if not len(chunk):
             continue
         b = Bytes.of(chunk)

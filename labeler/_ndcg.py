@@ -4,8 +4,8 @@ Arrays in, arrays out. Steps: find the (system, query) groups of the run (cheapl
 rows come grouped, as in every run file); order each group by score descending then chunk
 id descending by byte order (trec_eval) — nothing to do when the rows are already in that
 order, else only the rows that can reach the top k are sorted; look the grades of those rows
-up in the qrels through 64-bit hashes confirmed on the strings; sum gains in rank order with
-:func:`numpy.bincount`. IDCG comes from the number of judged chunks at each grade per query.
+up in the qrels through (query, id-hash) keys, every match confirmed on the strings; sum
+gains in rank order with :func:`numpy.bincount`. IDCG comes from the number of judged chunks at each grade per query.
 
 Usage::
 
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow
-from ._arrow import clean_ids, encode, has_equal_neighbours
+from ._arrow import chunks, clean_ids, encode
 
 Strings = pa.Array | pa.ChunkedArray
 
@@ -78,10 +78,6 @@ class _Groups:
     heads: np.ndarray | None = None      # first row of each group when rows come grouped
     g: np.ndarray | None = None          # group of each row (made on demand when grouped)
     by_group: np.ndarray | None = None   # rows ordered by group (stable) when not grouped
-
-    @property
-    def in_order(self) -> bool:
-        return self.heads is not None
 
     def rows_group(self) -> np.ndarray:
         """The group of every row."""
@@ -205,10 +201,6 @@ def _changes(arr: Strings) -> np.ndarray:
     if len(arr) < 2:
         return np.zeros(0, dtype=bool)
     return pc.not_equal(arr.slice(1), arr.slice(0, len(arr) - 1)).to_numpy(zero_copy_only=False)
-
-
-def _chunks(arr: Strings) -> list[pa.Array]:
-    return arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
 
 
 def _all_equal(arr: Strings) -> bool:
@@ -363,7 +355,7 @@ def _lookup_grades(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
 def _lookup_exact(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
                   qrels: QrelsArrays) -> np.ndarray:
     """Exact lookup through one dictionary encoding of the chunk ids (the slow, sure path)."""
-    codes, dictionary = encode(pa.chunked_array(_chunks(run_chunk) + _chunks(qrels.chunk),
+    codes, dictionary = encode(pa.chunked_array(chunks(run_chunk) + chunks(qrels.chunk),
                                                 type=pa.large_string()))
     nc = np.int64(len(dictionary))
     run_key = run_q * nc + codes[:len(run_q)]
