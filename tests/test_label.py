@@ -108,6 +108,19 @@ def test_rpm_limit_spaces_requests() -> None:
     assert result.summary.failed == 0 and elapsed >= 0.35
 
 
+def test_tpm_limit_spaces_requests_by_their_estimated_tokens() -> None:
+    with FakeLLMServer() as srv:
+        judge = judge_for(srv, max_tokens=10)
+        pairs = make_pairs(8)
+        need = sum(judge.estimate_tokens(q, c) for q, c in zip(pairs["query"], pairs["chunk"]))
+        started = time.monotonic()
+        result = label_pairs(pairs, judge, retry=FAST, tpm=60 * 1000, concurrency=8)
+        elapsed = time.monotonic() - started
+    # 1,000 tokens/s with one second of burst: everything past the burst waits its turn.
+    assert result.summary.failed == 0 and need > 1500
+    assert elapsed >= (need - 1000) / 1000 * 0.8
+
+
 def test_rate_limiter_holds_the_long_run_rate() -> None:
     async def spend() -> float:
         limiter = RateLimiter(per_minute=60 * 200)  # 200 tokens/s, burst 200
