@@ -27,6 +27,7 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_score, recall_score
 
 from . import io
+from .io._base import _as_id
 from .errors import ConfigError, InputError
 from .schema import GRADES, LABEL_COLUMNS
 
@@ -90,7 +91,7 @@ def _labels_from_frame(src: pd.DataFrame, name: str, grade_map: io.GradeMap) -> 
     df = src.reset_index(drop=True).copy()
     loc: io.Locator = lambda i: {"row": i + 1}  # noqa: E731
     for col in KEYS:
-        df[col] = io._as_id(df[col], col, name, loc)
+        df[col] = _as_id(df[col], col, name, loc)
     df["status"] = df["status"].astype(str) if "status" in df.columns else "ok"
     df["grade"] = io.parse_grades(df["grade"], name, loc, grade_map, allow_missing=True)
     bad = ~df["status"].isin(["ok", "failed"]) | ((df["status"] == "ok") & df["grade"].isna())

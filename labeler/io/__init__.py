@@ -1,0 +1,30 @@
+"""Read and write pairs, queries, corpus, qrels, runs and label records as DataFrames.
+
+Every reader validates once, at the edge, and raises :class:`~labeler.errors.InputError`
+naming the file and the line (or row) at fault. Ids are always strings. Every writer is
+atomic: it writes a temporary file beside the target and renames it into place.
+
+Usage::
+
+    from labeler import io
+    qrels = io.read_qrels("tests/data/dl19.qrels")        # query_id, chunk_id, grade
+    run = io.read_run("tests/data/runs/bm25.run")          # query_id, chunk_id, score, system
+    io.write_qrels(qrels, "out/labels.qrels")
+"""
+
+from __future__ import annotations
+
+from ._base import (TABLE_FORMATS, GradeMap, Locator, PathLike, detect_format,
+                    parse_grade_map, parse_grades, read_table)
+from .readers import (as_qrels, as_run, read_corpus, read_labels, read_pairs, read_qrels,
+                      read_queries, read_run, read_runs, run_stem)
+from .writers import (atomic_path, write_json, write_labels, write_qrels, write_run, write_table,
+                      write_text)
+
+__all__ = [
+    "TABLE_FORMATS", "GradeMap", "Locator", "PathLike", "as_qrels", "as_run", "atomic_path",
+    "detect_format", "parse_grade_map", "parse_grades", "read_corpus", "read_labels",
+    "read_pairs", "read_qrels", "read_queries", "read_run", "read_runs", "read_table",
+    "run_stem", "write_json", "write_labels", "write_qrels", "write_run", "write_table",
+    "write_text",
+]

@@ -1,0 +1,249 @@
+"""Formats, raw tables, ids and grades: the shared validation of every reader."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..schema import GRADES
+
+PathLike = str | os.PathLike[str]
+GradeMap = Mapping[str, int] | None
+
+TABLE_FORMATS = ("csv", "jsonl", "parquet", "tsv")
+_EXT_FORMATS = {
+    ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
+    ".parquet": "parquet", ".pq": "parquet", ".tsv": "tsv",
+    ".qrels": "trec", ".run": "trec", ".trec": "trec", ".txt": "trec",
+}
+_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
+
+Locator = Callable[[int], dict[str, int]]
+"""Maps a 0-based DataFrame position to ``{"line": n}`` or ``{"row": n}`` for error messages."""
+
+
+# --------------------------------------------------------------------------- formats
+
+def detect_format(path: PathLike, fmt: str | None = None) -> str:
+    """The format of ``path``: ``fmt`` if given, else from its extension (``.gz`` ignored)."""
+    if fmt:
+        fmt = fmt.lower()
+        if fmt in ("qrels", "run"):
+            fmt = "trec"
+        if fmt not in (*TABLE_FORMATS, "trec"):
+            raise InputError(f"unknown format '{fmt}' (use csv, jsonl, parquet, tsv or trec)",
+                             path=path)
+        return fmt
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zst"):
+        suffixes = suffixes[:-1]
+    ext = suffixes[-1] if suffixes else ""
+    if ext not in _EXT_FORMATS:
+        raise InputError(
+            f"cannot tell the format from the extension '{ext or '(none)'}'; use one of "
+            ".csv .jsonl .parquet .tsv .qrels .run .trec, or pass --format", path=path)
+    return _EXT_FORMATS[ext]
+
+
+def _check_exists(path: PathLike) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file", path=p)
+    if p.is_dir():
+        raise InputError("is a directory, expected a file", path=p)
+    if p.stat().st_size == 0:
+        raise InputError("the file is empty", path=p)
+    return p
+
+
+# --------------------------------------------------------------------------- raw tables
+
+def _read_jsonl(p: Path) -> tuple[pd.DataFrame, Locator]:
+    records: list[dict[str, Any]] = []
+    lines: list[int] = []
+    with _open_text(p) as fh:
+        for n, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not valid JSON ({exc.msg})", path=p, line=n) from None
+            if not isinstance(obj, dict):
+                raise InputError("each line must be a JSON object", path=p, line=n)
+            records.append(obj)
+            lines.append(n)
+    if not records:
+        raise InputError("the file has no records", path=p)
+    df = pd.DataFrame.from_records(records)
+    return df, lambda i: {"line": lines[i]}
+
+
+def _open_text(p: Path) -> Any:
+    suffix = p.suffix.lower()
+    if suffix == ".gz":
+        import gzip
+        return gzip.open(p, "rt", encoding="utf-8")
+    return open(p, encoding="utf-8")
+
+
+def _csv_locator(p: Path, n_rows: int) -> Locator:
+    # Lines are exact when no field spans lines (the common case); else fall back to rows.
+    try:
+        with open(p, "rb") as fh:
+            n_lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    except OSError:
+        n_lines = -1
+    if n_lines in (n_rows + 1, n_rows):  # header + rows, last newline optional
+        return lambda i: {"line": i + 2}
+    return lambda i: {"row": i + 1}
+
+
+def read_table(path: PathLike, fmt: str | None = None,
+               tsv_columns: tuple[str, str] | None = None) -> tuple[pd.DataFrame, Locator]:
+    """Read a CSV/JSONL/Parquet/TSV file as strings, with a locator for error messages.
+
+    A TSV file is ``id<TAB>text`` without a header; ``tsv_columns`` names its two columns.
+    """
+    p = _check_exists(path)
+    fmt = detect_format(p, fmt)
+    if fmt == "csv":
+        try:
+            df = pd.read_csv(p, dtype=str, keep_default_na=False, na_filter=False)
+        except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"not a valid CSV file ({_first_line(exc)})", path=p) from None
+        if df.empty:
+            raise InputError("the file has a header but no rows", path=p)
+        return df, _csv_locator(p, len(df))
+    if fmt == "jsonl":
+        return _read_jsonl(p)
+    if fmt == "parquet":
+        try:
+            df = pd.read_parquet(p)
+        except Exception as exc:  # pyarrow raises many types
+            raise InputError(f"not a valid Parquet file ({_first_line(exc)})", path=p) from None
+        if df.empty:
+            raise InputError("the file has no rows", path=p)
+        return df, lambda i: {"row": i + 1}
+    if fmt == "tsv":
+        cols = tsv_columns or ("id", "text")
+        rows: list[tuple[str, str]] = []
+        lines: list[int] = []
+        with _open_text(p) as fh:
+            for n, raw in enumerate(fh, start=1):
+                raw = raw.rstrip("\r\n")
+                if not raw.strip():
+                    continue
+                parts = raw.split("\t", 1)
+                if len(parts) != 2:
+                    raise InputError("expected 'id<TAB>text'", path=p, line=n)
+                rows.append((parts[0].strip(), parts[1]))
+                lines.append(n)
+        if not rows:
+            raise InputError("the file has no records", path=p)
+        return pd.DataFrame(rows, columns=list(cols)), lambda i: {"line": lines[i]}
+    raise InputError(f"format '{fmt}' is not a table format here", path=p)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _require_columns(df: pd.DataFrame, cols: tuple[str, ...], path: PathLike,
+                     what: str) -> None:
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        have = ", ".join(map(str, df.columns)) or "(none)"
+        raise InputError(f"{what} need the column(s) {', '.join(missing)}; found {have}",
+                         path=path)
+
+
+def _as_id(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
+    """Ids as strings: numbers written without '.0', empty or missing ids refused."""
+    if series.dtype.kind == "f":
+        bad = series.isna() | (series != np.floor(series))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(f"'{col}' must be an id, got {series.iloc[i]!r}", path=path, **loc(i))
+        series = series.astype("int64")
+    if series.dtype.kind in "iub":
+        return series.astype(str)
+    out = series.astype(object)
+    empty = out.isna() | (out.astype(str).str.strip() == "")
+    if empty.any():
+        i = int(np.flatnonzero(empty.to_numpy())[0])
+        raise InputError(f"'{col}' is empty", path=path, **loc(i))
+    return out.astype(str).str.strip()
+
+
+def _as_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
+    missing = series.isna()
+    if missing.any():
+        i = int(np.flatnonzero(missing.to_numpy())[0])
+        raise InputError(f"'{col}' is missing", path=path, **loc(i))
+    return series.astype(str)
+
+
+# --------------------------------------------------------------------------- grades
+
+def parse_grades(raw: pd.Series, path: PathLike, loc: Locator, grade_map: GradeMap = None,
+                 column: str = "grade", allow_missing: bool = False) -> pd.Series:
+    """Validate grades: integers 0–3 after ``grade_map``; anything else names the line.
+
+    ``grade_map`` maps a raw grade (as text, e.g. ``"-1"`` or ``"4"``) to a grade 0–3.
+    With ``allow_missing`` an empty grade becomes ``<NA>`` (a failed label).
+    """
+    text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip()
+    text = text.str.replace(r"\.0+$", "", regex=True)  # 2.0 -> 2 (Parquet floats)
+    if grade_map:
+        mapping = {str(k).strip(): int(v) for k, v in grade_map.items()}
+        bad_target = [v for v in mapping.values() if v not in GRADES]
+        if bad_target:
+            raise InputError(f"the grade map sends grades to {bad_target[0]}, outside 0-3",
+                             path=path)
+        text = text.map(lambda s: str(mapping[s]) if s in mapping else s)
+    empty = text == ""
+    is_int = text.str.fullmatch(r"[+-]?\d+")
+    bad = ~is_int & ~(empty & allow_missing)
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        shown = raw.iloc[i]
+        raise InputError(f"{column} must be an integer 0-3, got {shown!r}", path=path, **loc(i))
+    values = pd.to_numeric(text.where(~empty, None), errors="coerce").astype("Int64")
+    out_of_range = values.notna() & ~values.isin(GRADES)
+    if out_of_range.any():
+        i = int(np.flatnonzero(out_of_range.to_numpy())[0])
+        hint = (" (negative grades need an explicit mapping, e.g. --grade-map -1=0)"
+                if int(values.iloc[i]) < 0 else
+                " (map it explicitly, e.g. --grade-map 4=3, if your scale is larger)")
+        raise InputError(f"{column} must be an integer 0-3, got {int(values.iloc[i])}{hint}",
+                         path=path, **loc(i))
+    return values if allow_missing else values.astype("int64")
+
+
+def parse_grade_map(spec: str | Mapping[str, int] | None) -> dict[str, int] | None:
+    """``"-1=0,4=3"`` (or a dict) → ``{"-1": 0, "4": 3}``; ``None`` stays ``None``."""
+    if spec is None or spec == "":
+        return None
+    if isinstance(spec, Mapping):
+        return {str(k): int(v) for k, v in spec.items()}
+    out: dict[str, int] = {}
+    for part in str(spec).split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not _INT_RE.match(value):
+            raise InputError(f"bad grade map entry '{part}': use FROM=TO, e.g. -1=0,4=3")
+        out[key.strip()] = int(value)
+    return out
+
+

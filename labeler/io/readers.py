@@ -1,0 +1,321 @@
+"""Readers for pairs, queries, corpus, qrels, runs and label records, and the edges that
+accept a DataFrame, a path or a dict."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..schema import CORPUS_COLUMNS, GRADES, PAIR_COLUMNS, QUERY_COLUMNS
+from ._base import (GradeMap, Locator, PathLike, _as_id, _as_text, _check_exists, _require_columns,
+                    detect_format, parse_grades, read_table)
+from .trec import (_may_repeat, _qrels_check, _read_trec, _read_trec_fast, _run_check,
+                   _trec_lines, _trec_locate_bad)
+
+# --------------------------------------------------------------------------- readers
+
+def read_pairs(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
+    """Pairs to label: ``query_id, query, chunk_id, chunk`` (extra columns kept).
+
+    A repeated (query_id, chunk_id) with the same texts is kept once; a query id or a
+    chunk id given two different texts is an error naming both lines.
+    """
+    df, loc = read_table(path, fmt)
+    _require_columns(df, PAIR_COLUMNS, path, "pairs")
+    df = df.copy()
+    for col in ("query_id", "chunk_id"):
+        df[col] = _as_id(df[col], col, path, loc)
+    for col in ("query", "chunk"):
+        df[col] = _as_text(df[col], col, path, loc)
+    for id_col, text_col in (("query_id", "query"), ("chunk_id", "chunk")):
+        _check_consistent(df, id_col, text_col, path, loc)
+    dup = df.duplicated(["query_id", "chunk_id"], keep="first")
+    if dup.any():
+        df = df.loc[~dup]
+    return df.reset_index(drop=True)
+
+
+def _check_consistent(df: pd.DataFrame, id_col: str, text_col: str, path: PathLike,
+                      loc: Locator) -> None:
+    first = df.groupby(id_col, sort=False)[text_col].transform("first")
+    differs = (df[text_col] != first).to_numpy()
+    if differs.any():
+        i = int(np.flatnonzero(differs)[0])
+        key = df[id_col].iloc[i]
+        j = int(np.flatnonzero((df[id_col] == key).to_numpy())[0])
+        where_j = ", ".join(f"{k} {v}" for k, v in loc(j).items())
+        raise InputError(f"{id_col} {key!r} has a different {text_col} here than at {where_j}",
+                         path=path, **loc(i))
+
+
+def read_queries(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
+    """Queries: ``query_id, query`` (TSV ``id<TAB>text`` accepted)."""
+    return _read_texts(path, fmt, QUERY_COLUMNS, "queries")
+
+
+def read_corpus(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
+    """Corpus: ``chunk_id, chunk`` (TSV ``id<TAB>text`` accepted; ``docid/doc`` and
+    ``id/text`` column names are understood)."""
+    return _read_texts(path, fmt, CORPUS_COLUMNS, "corpus")
+
+
+_ALIASES = {
+    "query_id": ("qid", "id", "_id", "query-id"),
+    "query": ("text", "query_text"),
+    "chunk_id": ("docid", "doc_id", "pid", "id", "_id", "corpus-id"),
+    "chunk": ("doc", "text", "passage", "contents", "body"),
+}
+
+
+def _read_texts(path: PathLike, fmt: str | None, cols: tuple[str, ...],
+                what: str) -> pd.DataFrame:
+    df, loc = read_table(path, fmt, tsv_columns=(cols[0], cols[1]))
+    rename = {}
+    for col in cols:
+        if col not in df.columns:
+            for alias in _ALIASES[col]:
+                if alias in df.columns and alias not in rename:
+                    rename[alias] = col
+                    break
+    df = df.rename(columns=rename)
+    _require_columns(df, cols, path, what)
+    df = df.copy()
+    df[cols[0]] = _as_id(df[cols[0]], cols[0], path, loc)
+    df[cols[1]] = _as_text(df[cols[1]], cols[1], path, loc)
+    _check_consistent(df, cols[0], cols[1], path, loc)
+    return df.drop_duplicates(cols[0]).reset_index(drop=True)
+
+
+def read_qrels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = None
+               ) -> pd.DataFrame:
+    """Qrels: ``query_id, chunk_id, grade`` (int 0–3) from TREC ``qid 0 docid rel`` or a table.
+
+    Label records are accepted too: failed rows (no grade) are left out.
+    A (query, chunk) judged twice with different grades is an error.
+    """
+    p = _check_exists(path)
+    kind = detect_format(p, fmt)
+    if kind == "trec":
+        fast = (_read_trec_fast(p, ["query_id", "iter", "chunk_id", "grade"],
+                                ["query_id", "chunk_id", "grade"], {"grade": "int"})
+                if not grade_map else None)
+        if fast is not None and fast["grade"].isin(GRADES).all():
+            if _may_repeat(fast, ["query_id"], "chunk_id"):
+                return _dedupe_judgements(fast, p, _trec_lines(p))
+            return fast
+        df = _read_trec(p, ["query_id", "iter", "chunk_id", "grade"], [0, 2, 3], "qrels",
+                        _qrels_check)
+        loc = _trec_lines(p)
+    else:
+        df, loc = read_table(p, kind)
+        if "grade" not in df.columns:
+            for alias in ("relevance", "rel", "label", "score"):
+                if alias in df.columns:
+                    df = df.rename(columns={alias: "grade"})
+                    break
+        _require_columns(df, ("query_id", "chunk_id", "grade"), p, "qrels")
+        if "status" in df.columns:  # label records: keep judged rows only
+            keep = (df["status"].astype(str) == "ok").to_numpy()
+            positions = np.flatnonzero(keep)
+            df = df.loc[keep].reset_index(drop=True)
+            inner = loc
+            loc = lambda i: inner(int(positions[i]))  # noqa: E731
+            if df.empty:
+                raise InputError("no label record has status 'ok'", path=p)
+    out = pd.DataFrame({
+        "query_id": _as_id(df["query_id"], "query_id", p, loc),
+        "chunk_id": _as_id(df["chunk_id"], "chunk_id", p, loc),
+        "grade": parse_grades(df["grade"], p, loc, grade_map),
+    })
+    return _dedupe_judgements(out, p, loc)
+
+
+def _dedupe_judgements(df: pd.DataFrame, path: PathLike, loc: Locator) -> pd.DataFrame:
+    dup = df.duplicated(["query_id", "chunk_id"], keep=False)
+    if dup.any():
+        first_grade = df.groupby(["query_id", "chunk_id"], sort=False)["grade"].transform("first")
+        conflict = (dup & (df["grade"] != first_grade)).to_numpy()
+        if conflict.any():
+            i = int(np.flatnonzero(conflict)[0])
+            q, c = df["query_id"].iloc[i], df["chunk_id"].iloc[i]
+            raise InputError(f"query {q!r}, chunk {c!r} is judged twice with different grades",
+                             path=path, **loc(i))
+        df = df.drop_duplicates(["query_id", "chunk_id"])
+    return df.reset_index(drop=True)
+
+
+def read_run(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
+    """A ranking: ``query_id, chunk_id, score, system`` (float scores, string system).
+
+    From TREC ``qid Q0 docid rank score tag`` (the tag of the first line names the run) or a
+    table with ``score`` or ``rank`` (score = −rank) and an optional ``system`` column; without
+    one, the run is named after the file's stem. The same chunk twice in one query is an error.
+    """
+    p = _check_exists(path)
+    kind = detect_format(p, fmt)
+    if kind == "trec":
+        names = ["query_id", "q0", "chunk_id", "rank", "score", "system"]
+        df = _read_trec_fast(p, names, ["query_id", "chunk_id", "score", "system"],
+                             {"score": "float", "rank": "int"}, categorical=("system",))
+        if df is None:
+            df = _read_trec(p, names, [0, 2, 4, 5], "run", _run_check)
+        loc = _trec_lines(p)
+        scores = pd.to_numeric(df["score"], errors="coerce")
+        if scores.isna().any():
+            raise _trec_locate_bad(p, 6, "run", _run_check)
+        tag = str(df["system"].iloc[0])
+        out = pd.DataFrame({"query_id": df["query_id"], "chunk_id": df["chunk_id"],
+                            "score": scores.astype("float64"), "system": tag})
+    else:
+        df, loc = read_table(p, kind)
+        _require_columns(df, ("query_id", "chunk_id"), p, "runs")
+        if "score" in df.columns:
+            scores = pd.to_numeric(df["score"], errors="coerce")
+            what = "score"
+        elif "rank" in df.columns:
+            scores = -pd.to_numeric(df["rank"], errors="coerce")
+            what = "rank"
+        else:
+            raise InputError("runs need a 'score' or a 'rank' column", path=p)
+        if scores.isna().any():
+            i = int(np.flatnonzero(scores.isna().to_numpy())[0])
+            raise InputError(f"{what} must be a number, got {df[what].iloc[i]!r}", path=p,
+                             **loc(i))
+        system = (df["system"].astype(str) if "system" in df.columns
+                  else pd.Series(run_stem(p), index=df.index))
+        out = pd.DataFrame({
+            "query_id": _as_id(df["query_id"], "query_id", p, loc),
+            "chunk_id": _as_id(df["chunk_id"], "chunk_id", p, loc),
+            "score": scores.astype("float64"), "system": system,
+        })
+    if not _may_repeat(out, ["query_id"] if kind == "trec" else ["system", "query_id"],
+                       "chunk_id"):   # (a TREC run has one tag)
+        return out
+    dup = out.duplicated(["system", "query_id", "chunk_id"])
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InputError(f"chunk {out['chunk_id'].iloc[i]!r} is ranked twice for query "
+                         f"{out['query_id'].iloc[i]!r}", path=p, **loc(i))
+    return out
+
+
+def run_stem(path: PathLike) -> str:
+    """A run's name from its file: ``runs/bm25.run.gz`` → ``bm25``."""
+    name = Path(path).name
+    for suffix in (".gz", ".bz2", ".xz", ".zst"):
+        name = name.removesuffix(suffix)
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def read_runs(paths: list[PathLike] | tuple[PathLike, ...], fmt: str | None = None
+              ) -> pd.DataFrame:
+    """Several run files as one DataFrame; two runs with the same tag are an error."""
+    frames = []
+    seen: dict[str, PathLike] = {}
+    for path in paths:
+        df = read_run(path, fmt)
+        for tag in df["system"].unique():
+            if tag in seen:
+                raise InputError(f"run tag {tag!r} is used by {seen[tag]} too; give each run "
+                                 "a distinct tag", path=path)
+            seen[tag] = path
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+def read_labels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = None
+                ) -> pd.DataFrame:
+    """Label records (SPEC §2). A plain qrels file is accepted: every row becomes ``ok``."""
+    p = _check_exists(path)
+    kind = detect_format(p, fmt)
+    if kind == "trec":
+        q = read_qrels(p, kind, grade_map)
+        q["grade"] = q["grade"].astype("Int64")
+        q["status"] = "ok"
+        return q
+    df, loc = read_table(p, kind)
+    _require_columns(df, ("query_id", "chunk_id", "grade"), p, "label records")
+    df = df.copy()
+    df["query_id"] = _as_id(df["query_id"], "query_id", p, loc)
+    df["chunk_id"] = _as_id(df["chunk_id"], "chunk_id", p, loc)
+    if "status" not in df.columns:
+        df["status"] = "ok"
+    df["status"] = df["status"].astype(str)
+    bad_status = ~df["status"].isin(["ok", "failed"])
+    if bad_status.any():
+        i = int(np.flatnonzero(bad_status.to_numpy())[0])
+        raise InputError(f"status must be 'ok' or 'failed', got {df['status'].iloc[i]!r}",
+                         path=p, **loc(i))
+    df["grade"] = parse_grades(df["grade"], p, loc, grade_map, allow_missing=True)
+    missing = (df["status"] == "ok") & df["grade"].isna()
+    if missing.any():
+        i = int(np.flatnonzero(missing.to_numpy())[0])
+        raise InputError("a label with status 'ok' has no grade", path=p, **loc(i))
+    return df
+
+
+# --------------------------------------------------------------------------- edges
+
+def as_qrels(obj: Any, grade_map: GradeMap = None) -> pd.DataFrame:
+    """A qrels DataFrame from a path, a DataFrame or ``{qid: {docid: grade}}``."""
+    if isinstance(obj, (str, os.PathLike)):
+        return read_qrels(obj, grade_map=grade_map)
+    if isinstance(obj, Mapping):
+        rows = [(str(q), str(d), g) for q, docs in obj.items() for d, g in docs.items()]
+        obj = pd.DataFrame(rows, columns=["query_id", "chunk_id", "grade"])
+    if isinstance(obj, pd.DataFrame):
+        _require_columns(obj, ("query_id", "chunk_id", "grade"), "<DataFrame>", "qrels")
+        loc: Locator = lambda i: {"row": i + 1}  # noqa: E731
+        src = obj.reset_index(drop=True)
+        if "status" in src.columns:
+            src = src.loc[src["status"].astype(str) == "ok"].reset_index(drop=True)
+        out = pd.DataFrame({
+            "query_id": _as_id(src["query_id"], "query_id", "<DataFrame>", loc),
+            "chunk_id": _as_id(src["chunk_id"], "chunk_id", "<DataFrame>", loc),
+            "grade": parse_grades(src["grade"], "<DataFrame>", loc, grade_map),
+        })
+        return _dedupe_judgements(out, "<DataFrame>", loc)
+    raise TypeError(f"qrels must be a path, a DataFrame or a dict, not {type(obj).__name__}")
+
+
+def as_run(obj: Any, system: str = "run") -> pd.DataFrame:
+    """A run DataFrame from a path, a list of paths, a DataFrame or ``{qid: {docid: score}}``."""
+    if isinstance(obj, (str, os.PathLike)):
+        return read_run(obj)
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (str, os.PathLike)):
+        return read_runs(list(obj))
+    if isinstance(obj, Mapping):
+        rows = [(str(q), str(d), float(s)) for q, docs in obj.items() for d, s in docs.items()]
+        obj = pd.DataFrame(rows, columns=["query_id", "chunk_id", "score"])
+    if isinstance(obj, pd.DataFrame):
+        _require_columns(obj, ("query_id", "chunk_id"), "<DataFrame>", "runs")
+        src = obj.reset_index(drop=True)
+        loc: Locator = lambda i: {"row": i + 1}  # noqa: E731
+        if "score" in src.columns:
+            score = pd.to_numeric(src["score"], errors="coerce").astype("float64")
+        elif "rank" in src.columns:
+            score = -pd.to_numeric(src["rank"], errors="coerce").astype("float64")
+        else:
+            raise InputError("runs need a 'score' or a 'rank' column", path="<DataFrame>")
+        if score.isna().any():
+            i = int(np.flatnonzero(score.isna().to_numpy())[0])
+            raise InputError("score must be a number", path="<DataFrame>", row=i + 1)
+        out = pd.DataFrame({
+            "query_id": _as_id(src["query_id"], "query_id", "<DataFrame>", loc),
+            "chunk_id": _as_id(src["chunk_id"], "chunk_id", "<DataFrame>", loc),
+            "score": score,
+            "system": src["system"].astype(str) if "system" in src.columns else system,
+        })
+        dup = out.duplicated(["system", "query_id", "chunk_id"])
+        if dup.any():
+            i = int(np.flatnonzero(dup.to_numpy())[0])
+            raise InputError(f"chunk {out['chunk_id'].iloc[i]!r} is ranked twice for query "
+                             f"{out['query_id'].iloc[i]!r}", path="<DataFrame>", row=i + 1)
+        return out
+    raise TypeError(f"a run must be a path, a DataFrame or a dict, not {type(obj).__name__}")

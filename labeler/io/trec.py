@@ -1,0 +1,139 @@
+"""TREC qrels and runs: a fast pyarrow path for the common layout, a general reader
+that decides every odd file and names the line at fault."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ._base import _INT_RE, Locator, _open_text
+
+# --------------------------------------------------------------------------- TREC
+
+def _trec_locate_bad(p: Path, n_fields: int, what: str, check: Callable[[list[str]], str | None]
+                     ) -> InputError:
+    """Slow path: find the first malformed TREC line and describe it."""
+    with _open_text(p) as fh:
+        for n, raw in enumerate(fh, start=1):
+            parts = raw.split()
+            if not parts:
+                continue
+            if len(parts) != n_fields:
+                return InputError(
+                    f"a TREC {what} line has {n_fields} fields, this one has {len(parts)}: "
+                    f"{raw.strip()[:80]!r}", path=p, line=n)
+            problem = check(parts)
+            if problem:
+                return InputError(problem, path=p, line=n)
+    return InputError(f"not a valid TREC {what} file", path=p)
+
+
+def _trec_lines(p: Path) -> Locator:
+    """Locator for a whitespace TREC file read with blank lines skipped."""
+    line_of: list[int] | None = None
+
+    def loc(i: int) -> dict[str, int]:
+        nonlocal line_of
+        if line_of is None:
+            with _open_text(p) as fh:
+                line_of = [n for n, raw in enumerate(fh, start=1) if raw.strip()]
+        return {"line": line_of[i]}
+    return loc
+
+
+def _read_trec(p: Path, names: list[str], usecols: list[int], what: str,
+               check: Callable[[list[str]], str | None]) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(p, sep=r"\s+", header=None, names=names, usecols=usecols,
+                         dtype=str, engine="c", keep_default_na=False, na_filter=True,
+                         skip_blank_lines=True, quoting=3)
+    except (pd.errors.ParserError, ValueError, UnicodeDecodeError):
+        raise _trec_locate_bad(p, len(names), what, check) from None
+    if df.empty:
+        raise InputError("the file has no records", path=p)
+    if df.isna().to_numpy().any():
+        raise _trec_locate_bad(p, len(names), what, check)
+    return df
+
+
+def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[str, str],
+                    categorical: tuple[str, ...] = ()) -> pd.DataFrame | None:
+    """The common case of :func:`_read_trec`, fast: fields split by single spaces, read by
+    pyarrow's CSV reader (``numeric`` columns parsed as ``"float"``/``"int"``, the
+    ``categorical`` ones kept as pandas categoricals); ``None`` whenever the file is anything
+    else (tabs, runs of blanks, bad numbers, compression ...), so that the general reader
+    decides and names the line."""
+    if p.suffix.lower() in (".gz", ".bz2", ".xz", ".zst"):
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    from .._arrow import plain_fields
+
+    types = {n: pa.large_string() if n in keep and n not in categorical
+             else pa.dictionary(pa.int32(), pa.large_string()) for n in names}
+    types.update({n: pa.float64() if kind == "float" else pa.int64()
+                  for n, kind in numeric.items()})
+    try:
+        table = pcsv.read_csv(
+            p, read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
+                                            escape_char=False, ignore_empty_lines=True),
+            convert_options=pcsv.ConvertOptions(column_types=types, null_values=[],
+                                                strings_can_be_null=False))
+    except (pa.ArrowException, UnicodeDecodeError, OSError):
+        return None
+    if table.num_rows == 0:
+        return None
+    for name in names:
+        col = table.column(name)
+        if name in numeric:
+            if col.null_count or (numeric[name] == "float"
+                                  and bool(pc.any(pc.is_nan(col)).as_py())):
+                return None
+        elif not plain_fields(col if pa.types.is_large_string(col.type) else
+                              pa.chunked_array([c.dictionary for c in col.chunks],
+                                               type=pa.large_string())):
+            return None   # an empty field (two blanks in a row) or a tab: general reader
+    out = table.select(keep).to_pandas()
+    strings = [c for c in keep if c not in numeric and c not in categorical]
+    return out if all(out[c].dtype == "str" for c in strings) else None
+
+
+def _may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
+    """Cheap pre-test for a repeated (group..., id) row: ``False`` only when none repeats for
+    sure (64-bit keys of the ids); ``True`` means "run the exact check"."""
+    import pyarrow as pa
+
+    from .._arrow import arrow_strings, encode, may_repeat
+    try:
+        codes = np.zeros(len(df), dtype=np.int64)
+        for col in group_cols:
+            col_codes, values = encode(arrow_strings(df[col]))
+            codes = codes * len(values) + col_codes
+        return may_repeat(arrow_strings(df[id_col]), codes)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return True
+
+
+def _qrels_check(parts: list[str]) -> str | None:
+    if not _INT_RE.match(parts[3]):
+        return f"grade must be an integer 0-3, got {parts[3]!r}"
+    return None
+
+
+def _run_check(parts: list[str]) -> str | None:
+    try:
+        value = float(parts[4])
+    except ValueError:
+        value = float("nan")
+    if value != value:   # not a number, or "nan"
+        return f"score must be a number, got {parts[4]!r}"
+    return None
+
+

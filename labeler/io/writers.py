@@ -1,0 +1,132 @@
+"""Atomic writers: a temporary file beside the target, renamed into place on success."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..schema import LABEL_COLUMNS
+from ._base import PathLike, detect_format
+
+# --------------------------------------------------------------------------- writers
+
+@contextlib.contextmanager
+def atomic_path(path: PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it into place only on success."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are shared files
+        os.replace(tmp_path, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp_path.unlink()
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text(text: str, path: PathLike) -> Path:
+    """Write text atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json(obj: Any, path: PathLike) -> Path:
+    """Write JSON atomically (indented, UTF-8, NaN written as null)."""
+    return write_text(json.dumps(_jsonable(obj), indent=2, ensure_ascii=False) + "\n", path)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return None if not np.isfinite(obj) else float(obj)
+    if obj is pd.NA or obj is pd.NaT:
+        return None
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def write_table(df: pd.DataFrame, path: PathLike, fmt: str | None = None) -> Path:
+    """Write a DataFrame as CSV, JSONL or Parquet (by extension), atomically."""
+    kind = detect_format(path, fmt)
+    with atomic_path(path) as tmp:
+        if kind == "csv":
+            df.to_csv(tmp, index=False)
+        elif kind == "jsonl":
+            df.to_json(tmp, orient="records", lines=True, force_ascii=False)
+        elif kind == "parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            raise InputError(f"cannot write a table as '{kind}'", path=path)
+    return Path(path)
+
+
+def write_qrels(df: pd.DataFrame, path: PathLike, fmt: str | None = None) -> Path:
+    """Write ``query_id, chunk_id, grade`` as TREC qrels (``.qrels``/``.trec``/``.txt``) or a
+    table; rows without a grade (failed labels) are not written to qrels."""
+    judged = df.loc[df["grade"].notna(), ["query_id", "chunk_id", "grade"]]
+    kind = detect_format(path, fmt)
+    if kind != "trec":
+        out = judged.copy()
+        out["grade"] = out["grade"].astype("int64")
+        return write_table(out, path, kind)
+    grades = judged["grade"].astype("int64").astype(str)
+    lines = judged["query_id"].astype(str) + " 0 " + judged["chunk_id"].astype(str) + " " + grades
+    return write_text("\n".join(lines.tolist()) + ("\n" if len(lines) else ""), path)
+
+
+def write_run(df: pd.DataFrame, path: PathLike, fmt: str | None = None) -> Path:
+    """Write a run as TREC (``qid Q0 docid rank score tag``, ranks by trec_eval's order) or a
+    table."""
+    kind = detect_format(path, fmt)
+    if kind != "trec":
+        return write_table(df, path, kind)
+    ordered = df.sort_values(["system", "query_id", "score", "chunk_id"],
+                             ascending=[True, True, False, False])
+    rank = ordered.groupby(["system", "query_id"], sort=False).cumcount() + 1
+    lines = (ordered["query_id"].astype(str) + " Q0 " + ordered["chunk_id"].astype(str) + " "
+             + rank.astype(str) + " " + ordered["score"].map(repr) + " "
+             + ordered["system"].astype(str))
+    return write_text("\n".join(lines.tolist()) + "\n", path)
+
+
+def write_labels(df: pd.DataFrame, path: PathLike, fmt: str | None = None) -> Path:
+    """Write label records (SPEC §2 columns first) as JSONL/CSV/Parquet, or TREC qrels."""
+    kind = detect_format(path, fmt)
+    if kind == "trec":
+        return write_qrels(df, path, kind)
+    cols = [c for c in LABEL_COLUMNS if c in df.columns]
+    cols += [c for c in df.columns if c not in cols]
+    out = df[cols].copy()
+    if "grade" in out.columns:
+        out["grade"] = out["grade"].astype("Int64")
+    return write_table(out, path, kind)
+
+
