@@ -133,3 +133,17 @@ def test_score_options_are_checked(tmp_path: Path) -> None:
     assert cfg.gain == "exponential" and cfg.include_empty
     msg = _error(_config(tmp_path, 'gain = "log"\n' + BASE))
     assert "gain: Input should be 'linear' or 'exponential'" in msg
+
+
+def test_the_readme_config_example_is_valid() -> None:
+    import re
+    import tomllib
+
+    from labeler.config import parse_config
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Scheduled jobs"):]
+    block = re.search(r"```toml\n(.*?)```", section, re.S).group(1)
+    cfg = parse_config(tomllib.loads(block), source="README.md", base_dir=root)
+    assert cfg.human is not None and len(cfg.inputs.runs) == 3
