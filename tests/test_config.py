@@ -137,9 +137,8 @@ def test_score_options_are_checked(tmp_path: Path) -> None:
 
 def test_the_readme_config_example_is_valid() -> None:
     import re
-    import tomllib
 
-    from labeler.config import parse_config
+    from labeler.config import parse_config, tomllib  # tomli on Python 3.10
 
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text(encoding="utf-8")
