@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -38,7 +38,10 @@ from .errors import ConfigError
 from .rundir import (finish_run_dir, hold_lock, latest_run, log_to_file, new_run_dir,
                      set_latest)
 
-__all__ = ["RunOutcome", "run_pipeline"]
+if TYPE_CHECKING:
+    from .compare import Comparison
+
+__all__ = ["RunOutcome", "check_judge", "label_stage", "load_inputs", "run_pipeline"]
 
 log = logging.getLogger("labeler.run")
 
@@ -56,7 +59,7 @@ class RunOutcome:
     drift: Drift
     label_summary: dict[str, Any]
     agreement: dict[str, Any] | None = None
-    comparison: Any = None
+    comparison: Comparison | None = None
     scores: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
