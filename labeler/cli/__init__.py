@@ -12,6 +12,7 @@ Usage::
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import traceback
 from typing import Any
@@ -58,6 +59,10 @@ class _Group(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except BrokenPipeError:  # `labeler ... | head`: the reader left; not an error
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(0)
         except KeyboardInterrupt:
             click.echo("labeler: interrupted", err=True)
             ctx.exit(130)
