@@ -88,8 +88,3 @@ def main(debug: bool) -> None:
 def _load_commands() -> None:
     for name in COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}")
-
-
-def run() -> None:  # pragma: no cover - console entry point alias
-    """Entry point used by ``python -m labeler``."""
-    sys.exit(main())
