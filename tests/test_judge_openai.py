@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import time
 
 import pytest
@@ -177,6 +178,12 @@ def test_retry_after_headers() -> None:
     assert retry_after_seconds({"retry-after": "3"}) == 3.0
     assert retry_after_seconds({}) is None
     assert 0 <= retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) < 1
+    # An HTTP date is GMT even without the zone; an unreadable value falls back to the
+    # policy's backoff instead of crashing the job.
+    soon = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 < retry_after_seconds({"retry-after": soon.removesuffix(" GMT")}) <= 30
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({"retry-after": "  "}) is None
 
 
 def test_configuration_errors() -> None:

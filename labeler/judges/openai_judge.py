@@ -15,6 +15,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import json
 import os
@@ -69,8 +70,14 @@ def retry_after_seconds(headers: Any) -> float | None:
     try:
         return max(0.0, float(raw))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(raw) if raw else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        pass
+    try:  # an HTTP date (always GMT, even when the zone is left out)
+        parsed = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None  # unreadable: the policy's own backoff applies
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, parsed.timestamp() - time.time())
 
 
 class OpenAIJudge:
