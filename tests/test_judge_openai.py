@@ -133,6 +133,16 @@ def test_an_unknown_model_stops_the_job() -> None:
             label_pairs(make_pairs(5), judge_for(srv), retry=FAST)
 
 
+@pytest.mark.parametrize(("status", "message"), [(400, r"refused the request \(HTTP 400"),
+                                               (403, "access denied"), (404, "not found")])
+def test_400_403_404_stop_the_job_without_a_retry(status: int, message: str) -> None:
+    with FakeLLMServer(faults=FaultPlan(always=status)) as srv:
+        with pytest.raises(EndpointError, match=message):
+            label_pairs(make_pairs(5), judge_for(srv, structured="json_schema"), retry=FAST,
+                        concurrency=1)
+        assert srv.calls == 1  # neither the stage nor the client asked again
+
+
 def test_an_unreachable_endpoint_is_found_by_the_preflight() -> None:
     with FakeLLMServer() as srv:
         url = srv.base_url
