@@ -25,12 +25,13 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from tenacity.wait import wait_random_exponential
 
 from .errors import ConfigError, JudgeError
+from .judges.base import LEXICAL_MODEL
 
 # USD per 1M (input, output) tokens. Estimates from public list prices; override with
 # --prices FILE.json ({"model": {"input": 0.15, "output": 0.6}}). Dated snapshots
 # ("gpt-4o-mini-2024-07-18") use the longest matching name.
 PRICES: dict[str, tuple[float, float]] = {
-    "lexical-baseline": (0.0, 0.0),
+    LEXICAL_MODEL: (0.0, 0.0),
     "gpt-4o-mini": (0.15, 0.60),
     "gpt-4o": (2.50, 10.00),
     "gpt-4.1": (2.00, 8.00),

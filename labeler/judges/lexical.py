@@ -27,8 +27,8 @@ import pandas as pd
 
 from ..errors import ConfigError, InputError
 from ..schema import Judgement
+from .base import LEXICAL_MODEL
 
-MODEL = "lexical-baseline"
 THRESHOLDS: tuple[float, float, float] = (0.35, 0.55, 0.70)
 """Lower bounds of the overlap for grades 1, 2 and 3."""
 COVERAGE_WEIGHT = 0.75
@@ -129,7 +129,7 @@ class LexicalJudge:
         judge.judge_text("bm25 formula", "The BM25 formula weighs ...")  # Judgement
     """
 
-    model = MODEL
+    model = LEXICAL_MODEL
 
     def __init__(self, thresholds: tuple[float, float, float] = THRESHOLDS) -> None:
         bounds = tuple(float(t) for t in thresholds)
