@@ -52,16 +52,6 @@ class Prompt:
         """``f"{name}-{sha256(text)[:12]}"``: recorded on every label."""
         return f"{self.name}-{hashlib.sha256(self.text.encode('utf-8')).hexdigest()[:12]}"
 
-    @property
-    def system(self) -> str:
-        """The system part ("" when the template has no ``---user---`` line)."""
-        return _split(self.text)[0]
-
-    @property
-    def user(self) -> str:
-        """The user part, with its placeholders."""
-        return _split(self.text)[1]
-
     def render(self, query: str, chunk: str) -> list[dict[str, str]]:
         """OpenAI chat messages: ``[{"role": "system", ...}, {"role": "user", ...}]``."""
         values = {"query": _neutralise(str(query)), "chunk": _neutralise(str(chunk))}
