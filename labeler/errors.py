@@ -59,10 +59,9 @@ class JudgeError(LabelerError):
 
     exit_code = 1
 
-    def __init__(self, message: str, *, retryable: bool = False, attempts: int = 0,
+    def __init__(self, message: str, *, retryable: bool = False,
                  last_answer: str | None = None) -> None:
         self.retryable = retryable
-        self.attempts = attempts
         self.last_answer = last_answer
         super().__init__(message)
 

@@ -8,8 +8,6 @@ Usage::
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
 GRADES: tuple[int, ...] = (0, 1, 2, 3)
@@ -26,8 +24,6 @@ LABEL_COLUMNS: tuple[str, ...] = (
 )
 """Columns of a label record (SPEC §2), in output order; extra columns may follow."""
 
-Status = Literal["ok", "failed"]
-
 
 class Judgement(BaseModel):
     """What a judge answers for one (query, chunk) pair; sent to the LLM as a JSON schema."""
@@ -36,23 +32,3 @@ class Judgement(BaseModel):
 
     grade: int = Field(ge=0, le=3, description="0 irrelevant, 1 related, 2 highly relevant, 3 perfect")
     rationale: str = Field(default="", description="one or two short sentences")
-
-
-class LabelRecord(BaseModel):
-    """One output row of `labeler label` (SPEC §2)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    query_id: str
-    chunk_id: str
-    grade: int | None = Field(default=None, ge=0, le=3)
-    status: Status = "ok"
-    rationale: str = ""
-    model: str = ""
-    prompt_id: str = ""
-    attempts: int = 0
-    cached: bool = False
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_s: float = 0.0
-    error: str = ""
