@@ -135,6 +135,7 @@ class FakeLLMServer:
             except subprocess.TimeoutExpired:
                 self._proc.terminate()
                 self._proc.wait(timeout=5)
+            self._proc.stdout.close()  # type: ignore[union-attr]
             self._proc = None
         self.base_url = ""
 
@@ -184,14 +185,15 @@ class FakeLLMServer:
             cmd += ["--models", ",".join(b.models)]
         if not b.record:
             cmd += ["--no-record"]
-        err = tempfile.TemporaryFile(mode="w+")
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=err, text=True)
-        line = self._proc.stdout.readline().strip()  # type: ignore[union-attr]
-        if not line.startswith("http://"):
-            self._proc.wait(timeout=5)
-            err.seek(0)
-            raise RuntimeError(f"fake LLM server subprocess did not start: {err.read()[-2000:]}")
+        with tempfile.TemporaryFile(mode="w+") as err:  # the child keeps its own handle
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=err, text=True)
+            line = self._proc.stdout.readline().strip()  # type: ignore[union-attr]
+            if not line.startswith("http://"):
+                self._proc.wait(timeout=5)
+                err.seek(0)
+                raise RuntimeError("fake LLM server subprocess did not start: "
+                                   f"{err.read()[-2000:]}")
         self.base_url = line
 
     def _control(self, method: str, path: str, data: dict[str, Any] | None = None) -> Any:
