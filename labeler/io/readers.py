@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..schema import CORPUS_COLUMNS, GRADES, PAIR_COLUMNS, QUERY_COLUMNS
+from ..schema import CORPUS_COLUMNS, GRADES, PAIR_COLUMNS, QRELS_COLUMNS, QUERY_COLUMNS
 from ._base import (GradeMap, Locator, PathLike, _as_id, _as_text, _check_exists, _require_columns,
                     detect_format, parse_grades, read_table)
 from .trec import (_may_repeat, _qrels_check, _read_trec, _read_trec_fast, _run_check,
@@ -119,21 +119,33 @@ def read_qrels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = Non
                 if alias in df.columns:
                     df = df.rename(columns={alias: "grade"})
                     break
-        _require_columns(df, ("query_id", "chunk_id", "grade"), p, "qrels")
-        if "status" in df.columns:  # label records: keep judged rows only
-            keep = (df["status"].astype(str) == "ok").to_numpy()
-            positions = np.flatnonzero(keep)
-            df = df.loc[keep].reset_index(drop=True)
-            inner = loc
-            loc = lambda i: inner(int(positions[i]))  # noqa: E731
-            if df.empty:
-                raise InputError("no label record has status 'ok'", path=p)
+        out = _qrels_of_table(df, p, loc, grade_map)
+        if out.empty:
+            raise InputError("no label record has status 'ok'", path=p)
+        return out
     out = pd.DataFrame({
         "query_id": _as_id(df["query_id"], "query_id", p, loc),
         "chunk_id": _as_id(df["chunk_id"], "chunk_id", p, loc),
         "grade": parse_grades(df["grade"], p, loc, grade_map),
     })
     return _dedupe_judgements(out, p, loc)
+
+
+def _qrels_of_table(df: pd.DataFrame, path: PathLike, loc: Locator, grade_map: GradeMap
+                    ) -> pd.DataFrame:
+    """Qrels from a table's ``query_id, chunk_id, grade`` (label records: ``ok`` rows only)."""
+    _require_columns(df, QRELS_COLUMNS, path, "qrels")
+    if "status" in df.columns:  # label records: keep judged rows only
+        positions = np.flatnonzero((df["status"].astype(str) == "ok").to_numpy())
+        df = df.iloc[positions].reset_index(drop=True)
+        inner = loc
+        loc = lambda i: inner(int(positions[i]))  # noqa: E731
+    out = pd.DataFrame({
+        "query_id": _as_id(df["query_id"], "query_id", path, loc),
+        "chunk_id": _as_id(df["chunk_id"], "chunk_id", path, loc),
+        "grade": parse_grades(df["grade"], path, loc, grade_map),
+    })
+    return _dedupe_judgements(out, path, loc)
 
 
 def _dedupe_judgements(df: pd.DataFrame, path: PathLike, loc: Locator) -> pd.DataFrame:
@@ -174,35 +186,50 @@ def read_run(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
                             "score": scores.astype("float64"), "system": tag})
     else:
         df, loc = read_table(p, kind)
-        _require_columns(df, ("query_id", "chunk_id"), p, "runs")
-        if "score" in df.columns:
-            scores = pd.to_numeric(df["score"], errors="coerce")
-            what = "score"
-        elif "rank" in df.columns:
-            scores = -pd.to_numeric(df["rank"], errors="coerce")
-            what = "rank"
-        else:
-            raise InputError("runs need a 'score' or a 'rank' column", path=p)
-        if scores.isna().any():
-            i = int(np.flatnonzero(scores.isna().to_numpy())[0])
-            raise InputError(f"{what} must be a number, got {df[what].iloc[i]!r}", path=p,
-                             **loc(i))
-        system = (df["system"].astype(str) if "system" in df.columns
-                  else pd.Series(run_stem(p), index=df.index))
-        out = pd.DataFrame({
-            "query_id": _as_id(df["query_id"], "query_id", p, loc),
-            "chunk_id": _as_id(df["chunk_id"], "chunk_id", p, loc),
-            "score": scores.astype("float64"), "system": system,
-        })
-    if not _may_repeat(out, ["query_id"] if kind == "trec" else ["system", "query_id"],
-                       "chunk_id"):   # (a TREC run has one tag)
-        return out
-    dup = out.duplicated(["system", "query_id", "chunk_id"])
+        return _run_of_table(df, p, loc, run_stem(p))
+    _check_ranked_once(out, p, loc, one_system=True)
+    return out
+
+
+def _run_of_table(df: pd.DataFrame, path: PathLike, loc: Locator, system: str
+                  ) -> pd.DataFrame:
+    """A run from a table's ``query_id, chunk_id, score`` (or ``rank``) and optional
+    ``system`` (else every row is ``system``)."""
+    _require_columns(df, ("query_id", "chunk_id"), path, "runs")
+    if "score" in df.columns:
+        scores = pd.to_numeric(df["score"], errors="coerce")
+        what = "score"
+    elif "rank" in df.columns:
+        scores = -pd.to_numeric(df["rank"], errors="coerce")
+        what = "rank"
+    else:
+        raise InputError("runs need a 'score' or a 'rank' column", path=path)
+    if scores.isna().any():
+        i = int(np.flatnonzero(scores.isna().to_numpy())[0])
+        raise InputError(f"{what} must be a number, got {df[what].iloc[i]!r}", path=path,
+                         **loc(i))
+    out = pd.DataFrame({
+        "query_id": _as_id(df["query_id"], "query_id", path, loc),
+        "chunk_id": _as_id(df["chunk_id"], "chunk_id", path, loc),
+        "score": scores.astype("float64"),
+        "system": (df["system"].astype(str) if "system" in df.columns
+                   else pd.Series(system, index=df.index)),
+    })
+    _check_ranked_once(out, path, loc, one_system="system" not in df.columns)
+    return out
+
+
+def _check_ranked_once(run: pd.DataFrame, path: PathLike, loc: Locator,
+                       one_system: bool) -> None:
+    """The same chunk twice for one (system, query) is an error naming its line or row."""
+    if not _may_repeat(run, ["query_id"] if one_system else ["system", "query_id"],
+                       "chunk_id"):
+        return
+    dup = run.duplicated(["system", "query_id", "chunk_id"])
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise InputError(f"chunk {out['chunk_id'].iloc[i]!r} is ranked twice for query "
-                         f"{out['query_id'].iloc[i]!r}", path=p, **loc(i))
-    return out
+        raise InputError(f"chunk {run['chunk_id'].iloc[i]!r} is ranked twice for query "
+                         f"{run['query_id'].iloc[i]!r}", path=path, **loc(i))
 
 
 def run_stem(path: PathLike) -> str:
@@ -262,6 +289,11 @@ def read_labels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = No
 
 # --------------------------------------------------------------------------- edges
 
+def _rows(i: int) -> dict[str, int]:
+    """Locator of a DataFrame given by the caller: 1-based rows."""
+    return {"row": i + 1}
+
+
 def as_qrels(obj: Any, grade_map: GradeMap = None) -> pd.DataFrame:
     """A qrels DataFrame from a path, a DataFrame or ``{qid: {docid: grade}}``."""
     if isinstance(obj, (str, os.PathLike)):
@@ -270,17 +302,7 @@ def as_qrels(obj: Any, grade_map: GradeMap = None) -> pd.DataFrame:
         rows = [(str(q), str(d), g) for q, docs in obj.items() for d, g in docs.items()]
         obj = pd.DataFrame(rows, columns=["query_id", "chunk_id", "grade"])
     if isinstance(obj, pd.DataFrame):
-        _require_columns(obj, ("query_id", "chunk_id", "grade"), "<DataFrame>", "qrels")
-        loc: Locator = lambda i: {"row": i + 1}  # noqa: E731
-        src = obj.reset_index(drop=True)
-        if "status" in src.columns:
-            src = src.loc[src["status"].astype(str) == "ok"].reset_index(drop=True)
-        out = pd.DataFrame({
-            "query_id": _as_id(src["query_id"], "query_id", "<DataFrame>", loc),
-            "chunk_id": _as_id(src["chunk_id"], "chunk_id", "<DataFrame>", loc),
-            "grade": parse_grades(src["grade"], "<DataFrame>", loc, grade_map),
-        })
-        return _dedupe_judgements(out, "<DataFrame>", loc)
+        return _qrels_of_table(obj.reset_index(drop=True), "<DataFrame>", _rows, grade_map)
     raise TypeError(f"qrels must be a path, a DataFrame or a dict, not {type(obj).__name__}")
 
 
@@ -294,28 +316,5 @@ def as_run(obj: Any, system: str = "run") -> pd.DataFrame:
         rows = [(str(q), str(d), float(s)) for q, docs in obj.items() for d, s in docs.items()]
         obj = pd.DataFrame(rows, columns=["query_id", "chunk_id", "score"])
     if isinstance(obj, pd.DataFrame):
-        _require_columns(obj, ("query_id", "chunk_id"), "<DataFrame>", "runs")
-        src = obj.reset_index(drop=True)
-        loc: Locator = lambda i: {"row": i + 1}  # noqa: E731
-        if "score" in src.columns:
-            score = pd.to_numeric(src["score"], errors="coerce").astype("float64")
-        elif "rank" in src.columns:
-            score = -pd.to_numeric(src["rank"], errors="coerce").astype("float64")
-        else:
-            raise InputError("runs need a 'score' or a 'rank' column", path="<DataFrame>")
-        if score.isna().any():
-            i = int(np.flatnonzero(score.isna().to_numpy())[0])
-            raise InputError("score must be a number", path="<DataFrame>", row=i + 1)
-        out = pd.DataFrame({
-            "query_id": _as_id(src["query_id"], "query_id", "<DataFrame>", loc),
-            "chunk_id": _as_id(src["chunk_id"], "chunk_id", "<DataFrame>", loc),
-            "score": score,
-            "system": src["system"].astype(str) if "system" in src.columns else system,
-        })
-        dup = out.duplicated(["system", "query_id", "chunk_id"])
-        if dup.any():
-            i = int(np.flatnonzero(dup.to_numpy())[0])
-            raise InputError(f"chunk {out['chunk_id'].iloc[i]!r} is ranked twice for query "
-                             f"{out['query_id'].iloc[i]!r}", path="<DataFrame>", row=i + 1)
-        return out
+        return _run_of_table(obj.reset_index(drop=True), "<DataFrame>", _rows, system)
     raise TypeError(f"a run must be a path, a DataFrame or a dict, not {type(obj).__name__}")
