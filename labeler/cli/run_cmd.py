@@ -50,25 +50,22 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _fmt(x: Any, signed: bool = False) -> str:
-    if x is None or x != x:  # None or NaN
-        return "—"
-    return f"{x:+.4f}" if signed else f"{x:.4f}"
-
-
 def summary_text(outcome: RunOutcome) -> str:
-    """The short summary both commands print: labels, agreement, runs × human/llm/delta."""
+    """The short summary both commands print: labels, agreement, runs × human/llm/delta.
+
+    Run tags come from the input files: control characters are stripped from every line."""
     from ..label import LabelSummary
+    from ..report import fmt_num, plain
 
     lines = [f"run {outcome.run_dir.name}: "
              + LabelSummary.model_validate(outcome.label_summary).render()]
     a = outcome.agreement
     if a:
         lines.append(f"agreement with the human labels on {a['n']} pairs: exact "
-                     f"{_fmt(a['exact_agreement'])}, Cohen's kappa {_fmt(a['cohen_kappa'])} "
-                     f"(quadratic {_fmt(a['cohen_kappa_quadratic'])}), Krippendorff's alpha "
-                     f"{_fmt(a['krippendorff_alpha_ordinal'])}, LLM − human "
-                     f"{_fmt(a['mean_signed_difference'], signed=True)}")
+                     f"{fmt_num(a['exact_agreement'])}, Cohen's kappa {fmt_num(a['cohen_kappa'])} "
+                     f"(quadratic {fmt_num(a['cohen_kappa_quadratic'])}), Krippendorff's alpha "
+                     f"{fmt_num(a['krippendorff_alpha_ordinal'])}, LLM − human "
+                     f"{fmt_num(a['mean_signed_difference'], signed=True)}")
     c = outcome.comparison
     if c is not None:
         d = c.to_dict()
@@ -76,13 +73,13 @@ def summary_text(outcome: RunOutcome) -> str:
         lines.append(f"{'run':<{width}}  {'NDCG@' + str(d['k']) + ' human':>16}  "
                      f"{'llm':>7}  {'delta':>8}")
         for tag, r in d["runs"].items():
-            lines.append(f"{tag:<{width}}  {_fmt(r['human']):>16}  {_fmt(r['llm']):>7}  "
-                         f"{_fmt(r['delta'], signed=True):>8}")
+            lines.append(f"{tag:<{width}}  {fmt_num(r['human']):>16}  {fmt_num(r['llm']):>7}  "
+                         f"{fmt_num(r['delta'], signed=True):>8}")
         lines.append(f"order of the runs, human vs LLM labels: Kendall's tau "
-                     f"{_fmt(d['kendall_tau'])}, Spearman's rho {_fmt(d['spearman_rho'])}")
+                     f"{fmt_num(d['kendall_tau'])}, Spearman's rho {fmt_num(d['spearman_rho'])}")
     elif outcome.scores:
         for tag, measures in outcome.scores.get("runs", {}).items():
-            lines.append(f"{tag}: " + ", ".join(f"{m} {_fmt(v.get('mean'))}"
+            lines.append(f"{tag}: " + ", ".join(f"{m} {fmt_num(v.get('mean'))}"
                                                 for m, v in measures.items()))
     drift = outcome.drift
     if drift.previous is not None:
@@ -91,7 +88,7 @@ def summary_text(outcome: RunOutcome) -> str:
     if outcome.report_html is not None:
         lines.append(f"report: {_shown(outcome.report_html)}")
     lines.append(f"run directory: {_shown(outcome.run_dir)}")
-    return "\n".join(lines)
+    return "\n".join(plain(line) for line in lines)
 
 
 def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> None:
