@@ -66,13 +66,8 @@ def plain(value: Any) -> str:
 
 def fmt_num(value: Any, digits: int = 4, signed: bool = False) -> str:
     """A number for a table: fixed digits, ``—`` for missing."""
-    if value is None:
-        return "—"
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return "—"
-    if not math.isfinite(f):
+    f = _finite(value)
+    if f is None:
         return "—"
     return f"{f:+.{digits}f}" if signed else f"{f:.{digits}f}"
 
@@ -84,6 +79,7 @@ def fmt_share(value: Any) -> str:
 
 
 def _finite(value: Any) -> float | None:
+    """``value`` as a finite float, or None (None, NA, NaN, inf, not a number)."""
     try:
         f = float(value)
     except (TypeError, ValueError):
