@@ -336,7 +336,8 @@ def agreement(llm: LabelsLike, human: QrelsLike, *, bootstrap: int = 1000, seed:
     )
 
 
-def _fmt(x: float | None, signed: bool = False) -> str:
+def fmt_stat(x: float | None, signed: bool = False) -> str:
+    """A statistic with three decimals (``signed``: with its sign); ``undefined`` for None."""
     if x is None:
         return "undefined"
     return f"{x:+.3f}" if signed else f"{x:.3f}"
@@ -348,22 +349,23 @@ def render_text(r: AgreementReport) -> str:
 
     def with_ci(name: str) -> str:
         band = ci.get(name)
-        return _fmt(getattr(r, name)) + (f"  [{band[0]:.3f}, {band[1]:.3f}]" if band else "")
+        return fmt_stat(getattr(r, name)) + (f"  [{band[0]:.3f}, {band[1]:.3f}]" if band else "")
 
     lean = ("LLM more lenient" if r.mean_signed_difference > 0 else
             "LLM stricter" if r.mean_signed_difference < 0 else "no lean")
     lines = [
         f"pairs judged by both: {r.n}  (LLM labels {r.n_llm}, {r.n_llm_failed} failed; "
         f"human {r.n_human}; LLM only {r.n_only_llm}; human only {r.n_only_human})",
-        f"exact agreement          {_fmt(r.exact_agreement)}",
+        f"exact agreement          {fmt_stat(r.exact_agreement)}",
         f"Cohen's kappa            {with_ci('cohen_kappa')}",
-        f"  linear weighted        {_fmt(r.cohen_kappa_linear)}",
+        f"  linear weighted        {fmt_stat(r.cohen_kappa_linear)}",
         f"  quadratic weighted     {with_ci('cohen_kappa_quadratic')}",
         f"Krippendorff alpha (ord) {with_ci('krippendorff_alpha_ordinal')}",
-        f"binary (grade >= {RELEVANT})      agreement {_fmt(r.binary_agreement)}, precision "
-        f"{_fmt(r.binary_precision)}, recall {_fmt(r.binary_recall)}, "
-        f"kappa {_fmt(r.binary_kappa)}",
-        f"mean signed difference   {_fmt(r.mean_signed_difference, True)} (LLM - human: {lean})",
+        f"binary (grade >= {RELEVANT})      agreement {fmt_stat(r.binary_agreement)}, precision "
+        f"{fmt_stat(r.binary_precision)}, recall {fmt_stat(r.binary_recall)}, "
+        f"kappa {fmt_stat(r.binary_kappa)}",
+        f"mean signed difference   {fmt_stat(r.mean_signed_difference, True)} "
+        f"(LLM - human: {lean})",
     ]
     if ci:
         lines.append(f"(95% CIs: {ci['n_resamples']} {ci['unit']} bootstrap resamples, "

@@ -19,7 +19,7 @@ import click
 from .. import io
 from ..calibrate import Calibration, calibrate, evaluate
 from ..errors import ConfigError, InputError
-from ..reconcile import agreement, disagreements, merge, read_human, read_llm
+from ..reconcile import agreement, disagreements, fmt_stat, merge, read_human, read_llm
 from ..sample import annotation_sheet, propose_sample
 from . import main
 
@@ -138,17 +138,13 @@ def _counts_text(merged: dict[str, Any]) -> str:
 
 def _calibration_text(cal: dict[str, Any]) -> str:
     b, a = cal["before"], cal["after"]
-
-    def show(x: float | None, signed: bool = False) -> str:
-        return "undefined" if x is None else f"{x:+.3f}" if signed else f"{x:.3f}"
-
     rows = [f"calibration ({cal['method']}, mapping {cal['mapping']}; {cal['evaluation']}):"]
     for key, name in (("exact_agreement", "exact agreement"),
                       ("cohen_kappa_quadratic", "quadratic kappa"),
                       ("krippendorff_alpha_ordinal", "Krippendorff alpha"),
                       ("mean_signed_difference", "mean signed difference")):
         signed = key == "mean_signed_difference"
-        rows.append(f"  {name:<24} {show(b[key], signed)} -> {show(a[key], signed)}")
+        rows.append(f"  {name:<24} {fmt_stat(b[key], signed)} -> {fmt_stat(a[key], signed)}")
     return "\n".join(rows)
 
 
