@@ -133,3 +133,21 @@ def test_dataframe_errors_name_the_callers_row() -> None:
     run = pd.DataFrame({"query_id": ["1", "1"], "chunk_id": ["a", "b"], "score": [1.0, "high"]})
     with pytest.raises(InputError, match=r"row 2: score must be a number, got 'high'"):
         io.as_run(run)
+
+
+def test_text_files_bom_compression_and_encoding(tmp_path: Path) -> None:
+    import bz2
+    # a BOM (Windows tools) must not become part of the first id
+    (tmp_path / "q.tsv").write_bytes("\ufeff007\twhat is ndcg\n".encode())
+    assert io.read_queries(tmp_path / "q.tsv")["query_id"].tolist() == ["007"]
+    line = json.dumps({"query_id": "1", "query": "q", "chunk_id": "a", "chunk": "x"}) + "\n"
+    (tmp_path / "p.jsonl.bz2").write_bytes(bz2.compress(line.encode()))
+    assert io.read_pairs(tmp_path / "p.jsonl.bz2")["chunk_id"].tolist() == ["a"]
+    # not UTF-8: a clear error naming the file and line, for every line-by-line reader
+    latin = line.replace("x", "caf\xe9").encode("latin-1")
+    (tmp_path / "l.jsonl").write_bytes(line.encode() + latin)
+    with pytest.raises(InputError, match=r"l\.jsonl, line 2: .*not UTF-8"):
+        io.read_pairs(tmp_path / "l.jsonl")
+    (tmp_path / "l.qrels").write_bytes("1 0 a 2\n1 0 caf\xe9 1\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"l\.qrels, line 2: .*not UTF-8"):
+        io.read_qrels(tmp_path / "l.qrels")

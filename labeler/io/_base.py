@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from io import TextIOWrapper
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ PathLike = str | os.PathLike[str]
 GradeMap = Mapping[str, int] | None
 
 TABLE_FORMATS = ("csv", "jsonl", "parquet", "tsv")
+COMPRESSED = (".gz", ".bz2", ".xz")
 _EXT_FORMATS = {
     ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
     ".parquet": "parquet", ".pq": "parquet", ".tsv": "tsv",
@@ -43,7 +45,7 @@ def detect_format(path: PathLike, fmt: str | None = None) -> str:
                              path=path)
         return fmt
     suffixes = [s.lower() for s in Path(path).suffixes]
-    if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zst"):
+    if suffixes and suffixes[-1] in COMPRESSED:
         suffixes = suffixes[:-1]
     ext = suffixes[-1] if suffixes else ""
     if ext not in _EXT_FORMATS:
@@ -69,30 +71,57 @@ def _check_exists(path: PathLike) -> Path:
 def _read_jsonl(p: Path) -> tuple[pd.DataFrame, Locator]:
     records: list[dict[str, Any]] = []
     lines: list[int] = []
-    with _open_text(p) as fh:
-        for n, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", path=p, line=n) from None
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", path=p, line=n)
-            records.append(obj)
-            lines.append(n)
+    for n, raw in _text_lines(p):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg})", path=p, line=n) from None
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object", path=p, line=n)
+        records.append(obj)
+        lines.append(n)
     if not records:
         raise InputError("the file has no records", path=p)
     df = pd.DataFrame.from_records(records)
     return df, lambda i: {"line": lines[i]}
 
 
-def _open_text(p: Path) -> Any:
+def _open_binary(p: Path) -> BinaryIO:
+    """``p`` opened for reading bytes, decompressed when it ends in .gz, .bz2 or .xz."""
     suffix = p.suffix.lower()
     if suffix == ".gz":
         import gzip
-        return gzip.open(p, "rt", encoding="utf-8")
-    return open(p, encoding="utf-8")
+        return gzip.open(p, "rb")  # type: ignore[return-value]
+    if suffix == ".bz2":
+        import bz2
+        return bz2.open(p, "rb")  # type: ignore[return-value]
+    if suffix == ".xz":
+        import lzma
+        return lzma.open(p, "rb")  # type: ignore[return-value]
+    return open(p, "rb")
+
+
+def _text_lines(p: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a UTF-8 file (a leading BOM dropped; .gz, .bz2,
+    .xz read); a file in another encoding is an InputError naming the first bad line."""
+    try:
+        with TextIOWrapper(_open_binary(p), encoding="utf-8-sig") as fh:
+            yield from enumerate(fh, start=1)
+    except UnicodeDecodeError:
+        with _open_binary(p) as fh:
+            line = next((n for n, raw in enumerate(fh, start=1) if not _is_utf8(raw)), None)
+        raise InputError("the file is not UTF-8 text; save it as UTF-8", path=p,
+                         line=line) from None
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _csv_locator(p: Path, n_rows: int) -> Locator:
@@ -137,16 +166,15 @@ def read_table(path: PathLike, fmt: str | None = None,
         cols = tsv_columns or ("id", "text")
         rows: list[tuple[str, str]] = []
         lines: list[int] = []
-        with _open_text(p) as fh:
-            for n, raw in enumerate(fh, start=1):
-                raw = raw.rstrip("\r\n")
-                if not raw.strip():
-                    continue
-                parts = raw.split("\t", 1)
-                if len(parts) != 2:
-                    raise InputError("expected 'id<TAB>text'", path=p, line=n)
-                rows.append((parts[0].strip(), parts[1]))
-                lines.append(n)
+        for n, raw in _text_lines(p):
+            raw = raw.rstrip("\r\n")
+            if not raw.strip():
+                continue
+            parts = raw.split("\t", 1)
+            if len(parts) != 2:
+                raise InputError("expected 'id<TAB>text'", path=p, line=n)
+            rows.append((parts[0].strip(), parts[1]))
+            lines.append(n)
         if not rows:
             raise InputError("the file has no records", path=p)
         return pd.DataFrame(rows, columns=list(cols)), lambda i: {"line": lines[i]}

@@ -13,8 +13,8 @@ import pandas as pd
 
 from ..errors import InputError
 from ..schema import CORPUS_COLUMNS, GRADES, PAIR_COLUMNS, QRELS_COLUMNS, QUERY_COLUMNS
-from ._base import (GradeMap, Locator, PathLike, _as_id, _as_text, _check_exists, _require_columns,
-                    detect_format, parse_grades, read_table)
+from ._base import (COMPRESSED, GradeMap, Locator, PathLike, _as_id, _as_text, _check_exists,
+                    _require_columns, detect_format, parse_grades, read_table)
 from .trec import (_may_repeat, _qrels_check, _read_trec, _read_trec_fast, _run_check,
                    _trec_lines, _trec_locate_bad)
 
@@ -235,7 +235,7 @@ def _check_ranked_once(run: pd.DataFrame, path: PathLike, loc: Locator,
 def run_stem(path: PathLike) -> str:
     """A run's name from its file: ``runs/bm25.run.gz`` → ``bm25``."""
     name = Path(path).name
-    for suffix in (".gz", ".bz2", ".xz", ".zst"):
+    for suffix in COMPRESSED:
         name = name.removesuffix(suffix)
     return name.rsplit(".", 1)[0] if "." in name else name
 

@@ -10,25 +10,24 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ._base import _INT_RE, Locator, _open_text
+from ._base import _INT_RE, COMPRESSED, Locator, _text_lines
 
 # --------------------------------------------------------------------------- TREC
 
 def _trec_locate_bad(p: Path, n_fields: int, what: str, check: Callable[[list[str]], str | None]
                      ) -> InputError:
     """Slow path: find the first malformed TREC line and describe it."""
-    with _open_text(p) as fh:
-        for n, raw in enumerate(fh, start=1):
-            parts = raw.split()
-            if not parts:
-                continue
-            if len(parts) != n_fields:
-                return InputError(
-                    f"a TREC {what} line has {n_fields} fields, this one has {len(parts)}: "
-                    f"{raw.strip()[:80]!r}", path=p, line=n)
-            problem = check(parts)
-            if problem:
-                return InputError(problem, path=p, line=n)
+    for n, raw in _text_lines(p):
+        parts = raw.split()
+        if not parts:
+            continue
+        if len(parts) != n_fields:
+            return InputError(
+                f"a TREC {what} line has {n_fields} fields, this one has {len(parts)}: "
+                f"{raw.strip()[:80]!r}", path=p, line=n)
+        problem = check(parts)
+        if problem:
+            return InputError(problem, path=p, line=n)
     return InputError(f"not a valid TREC {what} file", path=p)
 
 
@@ -39,8 +38,7 @@ def _trec_lines(p: Path) -> Locator:
     def loc(i: int) -> dict[str, int]:
         nonlocal line_of
         if line_of is None:
-            with _open_text(p) as fh:
-                line_of = [n for n, raw in enumerate(fh, start=1) if raw.strip()]
+            line_of = [n for n, raw in _text_lines(p) if raw.strip()]
         return {"line": line_of[i]}
     return loc
 
@@ -67,7 +65,7 @@ def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[st
     ``categorical`` ones kept as pandas categoricals); ``None`` whenever the file is anything
     else (tabs, runs of blanks, bad numbers, compression ...), so that the general reader
     decides and names the line."""
-    if p.suffix.lower() in (".gz", ".bz2", ".xz", ".zst"):
+    if p.suffix.lower() in COMPRESSED:
         return None
     import pyarrow as pa
     import pyarrow.compute as pc
