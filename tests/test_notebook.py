@@ -25,10 +25,6 @@ def _outputs(cell: dict) -> tuple[str, list[bytes]]:
 
 def test_tour_notebook_executes_with_plots(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    try:
-        from labeler.label import label  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"labeler.label.label is not importable yet ({exc}); the tour needs it")
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
 
