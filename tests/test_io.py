@@ -151,3 +151,17 @@ def test_text_files_bom_compression_and_encoding(tmp_path: Path) -> None:
     (tmp_path / "l.qrels").write_bytes("1 0 a 2\n1 0 caf\xe9 1\n".encode("latin-1"))
     with pytest.raises(InputError, match=r"l\.qrels, line 2: .*not UTF-8"):
         io.read_qrels(tmp_path / "l.qrels")
+
+
+def test_csv_errors_name_the_line_or_else_the_row(tmp_path: Path) -> None:
+    import gzip
+    text = "query_id,chunk_id,grade\n1,a,2\n1,b,9\n"
+    _write(tmp_path / "h.csv", text)
+    (tmp_path / "h.csv.gz").write_bytes(gzip.compress(text.encode()))
+    for name in ("h.csv", "h.csv.gz"):
+        with pytest.raises(InputError, match=rf"{name}, line 3: grade"):
+            io.read_qrels(tmp_path / name)
+    # a quoted field spanning lines: line numbers would be off, so rows are named
+    _write(tmp_path / "m.csv", 'query_id,chunk_id,grade\n1,"a\nb",2\n1,c,9\n')
+    with pytest.raises(InputError, match=r"m\.csv, row 2: grade"):
+        io.read_qrels(tmp_path / "m.csv")

@@ -125,15 +125,21 @@ def _is_utf8(raw: bytes) -> bool:
 
 
 def _csv_locator(p: Path, n_rows: int) -> Locator:
-    # Lines are exact when no field spans lines (the common case); else fall back to rows.
-    try:
-        with open(p, "rb") as fh:
-            n_lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
-    except OSError:
-        n_lines = -1
-    if n_lines in (n_rows + 1, n_rows):  # header + rows, last newline optional
-        return lambda i: {"line": i + 2}
-    return lambda i: {"row": i + 1}
+    """Lines when no field spans lines (the common case), else rows; the file is read again
+    (to count its lines) only when an error is to be reported."""
+    by_line: bool | None = None
+
+    def loc(i: int) -> dict[str, int]:
+        nonlocal by_line
+        if by_line is None:
+            try:
+                with _open_binary(p) as fh:
+                    n_lines = sum(b.count(b"\n") for b in iter(lambda: fh.read(1 << 20), b""))
+            except OSError:
+                n_lines = -1
+            by_line = n_lines in (n_rows + 1, n_rows)  # header + rows, last newline optional
+        return {"line": i + 2} if by_line else {"row": i + 1}
+    return loc
 
 
 def read_table(path: PathLike, fmt: str | None = None,
