@@ -130,10 +130,7 @@ class LexicalJudgeAdapter:
 
     def judge_frame(self, pairs: pd.DataFrame) -> pd.DataFrame:
         """Grade every pair at once: ``grade`` and ``rationale`` aligned with ``pairs``."""
-        out = self._judge.grade_frame(pairs)
-        if "rationale" not in out.columns:
-            out = out.assign(rationale="")
-        return out.reset_index(drop=True)
+        return self._judge.grade_frame(pairs)  # a new frame with a fresh RangeIndex
 
     async def preflight(self) -> None:
         return None
