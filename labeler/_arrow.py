@@ -66,6 +66,30 @@ def chunks(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
     return arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
 
 
+def take(arr: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """``arr.take(rows)`` as one array; a chunked array is read chunk by chunk (pyarrow's
+    own take on many chunks costs far more than the rows taken)."""
+    parts = chunks(arr)
+    if len(parts) == 1:
+        return parts[0].take(pa.array(rows))
+    if len(rows) > 1 << 16:   # many rows: pyarrow's own take is the faster
+        return pa.concat_arrays(chunks(arr.take(pa.array(rows)))) if len(rows) else \
+            pa.array([], arr.type)
+    if not parts:
+        return pa.array([], arr.type)
+    starts = np.cumsum([0] + [len(c) for c in parts])
+    which = np.searchsorted(starts, rows, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(parts) + 1))
+    pieces = [parts[c].take(pa.array(rows[order[bounds[c]:bounds[c + 1]]] - starts[c]))
+              for c in range(len(parts)) if bounds[c + 1] > bounds[c]]
+    joined = pa.concat_arrays(pieces) if pieces else pa.array([], arr.type)
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.arange(len(order))
+    return joined if bool((order == np.arange(len(order))).all()) else joined.take(
+        pa.array(inverse))
+
+
 _BLOCK = 1 << 20
 """Rows hashed at a time: the temporaries of a block stay small (a 10M-row array at once
 spends more time faulting in fresh pages for each temporary than computing)."""
@@ -127,24 +151,58 @@ class Bytes:
         return w
 
 
+    def word_at(self, rows: np.ndarray, j: int) -> np.ndarray:
+        """Bytes 8j..8j+7 of the values at ``rows`` (zero past each one's end)."""
+        first = self.offsets[rows] + 8 * j
+        lens = self.offsets[rows + 1] - first
+        view = np.ndarray((len(self.data) - 7,), dtype="<u8", buffer=self.data, strides=(1,))
+        inside = first < len(view)
+        w = view[np.where(inside, first, 0)]
+        if not inside.all():   # windows past the end: read them from a padded copy
+            base = len(self.data) - 8
+            tail = np.zeros(32, np.uint8)
+            tail[:8] = self.data[base:]
+            tview = np.ndarray((25,), dtype="<u8", buffer=tail, strides=(1,))
+            out = ~inside
+            w[out] = tview[np.minimum(first[out] - base, 24)]
+        w &= _MASKS[np.clip(lens, 0, 8)]
+        return w
+
+
+def same_ids(a: Bytes, rows_a: np.ndarray, b: Bytes, rows_b: np.ndarray) -> np.ndarray:
+    """Whether the value at each ``rows_a`` of ``a`` equals the one at ``rows_b`` of ``b``
+    (byte for byte)."""
+    len_a = a.offsets[rows_a + 1] - a.offsets[rows_a]
+    same = len_a == b.offsets[rows_b + 1] - b.offsets[rows_b]
+    for j in range(-(-int(len_a.max(initial=0)) // 8)):
+        same &= a.word_at(rows_a, j) == b.word_at(rows_b, j)
+    return same
+
+
 def clean_ids(arr: pa.Array | pa.ChunkedArray) -> bool:
     """True when no id is null or empty and none starts or ends with whitespace (Python's
     ``str.strip`` set): ``io`` would keep every id as it is."""
     if len(arr) == 0 or arr.null_count:
         return False
-    for chunk in chunks(arr):
-        if not len(chunk):
-            continue
-        b = Bytes.of(chunk)
-        ends = b.offsets[1:]
-        if bool(np.any(ends == b.offsets[:-1])):
-            return False   # an empty id
-        suspect = _WS_FIRST[b.data[b.offsets[:-1]]]
-        suspect |= _WS_LAST[b.data[ends - 1]]
-        if suspect.any():   # rare: decide exactly on these
-            odd = chunk.filter(pa.array(suspect))
-            if not pc.all(pc.equal(pc.utf8_trim(odd, characters=PY_WHITESPACE), odd)).as_py():
-                return False
+    return all(clean_chunk(chunk) for chunk in chunks(arr))
+
+
+def clean_chunk(chunk: pa.Array) -> bool:
+    """:func:`clean_ids` for one array without nulls."""
+    if not len(chunk):
+        return True
+    if chunk.null_count:
+        return False
+    b = Bytes.of(chunk)
+    ends = b.offsets[1:]
+    if bool(np.any(ends == b.offsets[:-1])):
+        return False   # an empty id
+    suspect = _WS_FIRST[b.data[b.offsets[:-1]]]
+    suspect |= _WS_LAST[b.data[ends - 1]]
+    if suspect.any():   # rare: decide exactly on these
+        odd = chunk.filter(pa.array(suspect))
+        if not pc.all(pc.equal(pc.utf8_trim(odd, characters=PY_WHITESPACE), odd)).as_py():
+            return False
     return True
 
 
@@ -229,8 +287,14 @@ def may_repeat(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray | None = None
     if block:
         # equal ids give equal keys, which is all a test for repeats needs: the exact
         # check that follows a "maybe" sorts out any accidental equality
-        key = _per_chunk(arr, _key)
-        key = np.sort((key if order is None else key[order]).reshape(-1, block), axis=1)
-        return bool(np.any(key[:, 1:] == key[:, :-1]))
+        if order is not None:
+            key = np.sort(_per_chunk(arr, _key)[order].reshape(-1, block), axis=1)
+            return bool(np.any(key[:, 1:] == key[:, :-1]))
+        step = block * max(1, _BLOCK // block)   # whole groups at a time: small temporaries
+        for lo in range(0, len(arr), step):
+            key = np.sort(_per_chunk(arr.slice(lo, step), _key).reshape(-1, block), axis=1)
+            if np.any(key[:, 1:] == key[:, :-1]):
+                return True
+        return False
     key = hash_ids(arr) if groups is None else group_keys(arr, groups)
     return has_equal_neighbours(np.sort(key, kind="stable"))

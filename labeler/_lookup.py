@@ -13,6 +13,7 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Protocol, TypeAlias
 
 import numpy as np
@@ -65,9 +66,8 @@ def lookup_grades(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
     where unjudged. Both sides get (query, id-hash) keys, nearly sorted already when the rows come
     by query; the qrels keys are searched among the run's and every match is confirmed on
     the ids themselves."""
-    out = np.full(len(run_q), UNJUDGED, dtype=np.int64)
     if len(qr_q) == 0 or len(run_q) == 0:
-        return out
+        return np.full(len(run_q), UNJUDGED, dtype=np.int64)
     if len(run_q) > len(qr_q):   # whole rankings: sort the (smaller) qrels side instead
         found = _lookup_in_qrels(run_q, run_chunk, qr_q, qrels, q_index)
         if found is not None:
@@ -97,39 +97,90 @@ def lookup_grades(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
         ok = same.to_numpy(zero_copy_only=False) & (qr_q[hits] == run_q[r_rows])
         grade_of_key = np.full(len(table), UNJUDGED, dtype=np.int64)
         grade_of_key[at[ok]] = qrels.grade[hits[ok]]
-        out = grade_of_key[inverse]
-    return out
+        return grade_of_key[inverse]
+    return np.full(len(run_q), UNJUDGED, dtype=np.int64)
 
 
 def _lookup_in_qrels(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
                      qrels: QrelsLike, q_index: QrelsIndex | None = None
                      ) -> np.ndarray | None:
-    """:func:`_lookup_grades` with the qrels keys sorted and each run row searched among
+    """:func:`lookup_grades` with the qrels keys sorted and each run row searched among
     them; None when two qrels keys share a hash (then the run side decides)."""
+    found = judged_rows(lambda lo, hi: run_q[lo:hi], run_chunk, qr_q, qrels, q_index)
+    if found is None:
+        return None
+    out = np.full(len(run_q), UNJUDGED, dtype=np.int64)
+    out[found[0]] = found[1]
+    return out
+
+
+def judged_rows(row_q: Callable[[int, int], np.ndarray], run_chunk: Strings,
+                qr_q: np.ndarray, qrels: QrelsLike, q_index: QrelsIndex | None = None,
+                on_block: Callable[[pa.Array, np.ndarray, np.ndarray], None] | None = None
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(row, grade) of every row of the run that the qrels judge, rows ascending: each
+    block of rows is searched among the sorted qrels keys, so no per-row array of the whole
+    run is made. ``row_q(lo, hi)`` gives the query codes of rows ``lo..hi``;
+    ``on_block(ids, keys, query codes)`` sees every block in order (checks that may raise).
+    None when two qrels keys share a hash (the caller then takes the exact path)."""
     if q_index is None or q_index.order is None:
         q_index = QrelsIndex.of(qrels.chunk, qr_q)
     if q_index.may_repeat or q_index.order is None:
         return None
     q_key, q_order, q_sorted = q_index.key, q_index.order, q_index.sorted
-    # a bitmap of the qrels keys' low bits rules most unjudged rows out before the search
-    mask = np.uint64((1 << 23) - 1)
-    seen = np.zeros(1 << 23, dtype=bool)
-    seen[(q_key & mask).astype(np.intp)] = True
-    out = np.full(len(run_q), UNJUDGED, dtype=np.int64)
-    for lo in range(0, len(run_q), _BLOCK):   # blocks: small temporaries (see _arrow)
-        part_q = run_q[lo:lo + _BLOCK]
-        part = run_chunk.slice(lo, len(part_q))
-        r_key = _arrow.group_keys(part, part_q)
-        cand = np.flatnonzero(seen[(r_key & mask).astype(np.intp)])
-        at = np.minimum(np.searchsorted(q_sorted, r_key[cand]), len(q_sorted) - 1)
-        found = q_sorted[at] == r_key[cand]
-        hits, at = cand[found], at[found]             # rows of the block that may be judged
-        if len(hits):
-            q_rows = q_order[at]
-            same = pc.equal(part.take(pa.array(hits)), qrels.chunk.take(pa.array(q_rows)))
-            ok = same.to_numpy(zero_copy_only=False) & (part_q[hits] == qr_q[q_rows])
-            out[lo + hits[ok]] = qrels.grade[q_rows[ok]]
-    return out
+    seen = _Bitmap(q_key)   # rules most unjudged rows out before the search
+    q_bytes = _arrow.Bytes.of(_one_chunk(qrels.chunk))
+    found_rows, found_grades = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    base = 0
+    for chunk in chunks(run_chunk):
+        for lo in range(0, len(chunk), _BLOCK):   # blocks: small temporaries (see _arrow)
+            part = chunk.slice(lo, _BLOCK)
+            part_q = row_q(base + lo, base + lo + len(part))
+            r_key = _arrow.group_keys(part, part_q)
+            if on_block is not None:
+                on_block(part, r_key, part_q)
+            cand = seen.may_hold(r_key)
+            at = np.minimum(np.searchsorted(q_sorted, r_key[cand]), len(q_sorted) - 1)
+            found = q_sorted[at] == r_key[cand]
+            hits, at = cand[found], at[found]         # rows of the block that may be judged
+            if len(hits):
+                q_rows = q_order[at]
+                ok = _arrow.same_ids(_arrow.Bytes.of(part), hits, q_bytes, q_rows)
+                ok &= part_q[hits] == qr_q[q_rows]
+                found_rows.append(base + lo + hits[ok])
+                found_grades.append(qrels.grade[q_rows[ok]].astype(np.int64, copy=False))
+        base += len(chunk)
+    return np.concatenate(found_rows), np.concatenate(found_grades)
+
+
+def _one_chunk(arr: Strings) -> pa.Array:
+    parts = chunks(arr)
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_arrays(parts) if parts else pa.array([], pa.large_string())
+
+
+class _Bitmap:
+    """A one-hash Bloom filter of uint64 keys, one bit per slot, ~21 slots per key (about
+    one false positive in 20): ``may_hold`` rules most absent keys out with one lookup."""
+
+    _MUL = np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self, keys: np.ndarray) -> None:
+        self.log = max(16, min(27, len(keys).bit_length() + 4))
+        slot = self._slot(keys)
+        self.bits = np.zeros(1 << (self.log - 3), dtype=np.uint8)
+        np.bitwise_or.at(self.bits, (slot >> np.uint64(3)).astype(np.intp),
+                         np.left_shift(np.uint8(1), (slot & np.uint64(7)).astype(np.uint8)))
+
+    def _slot(self, keys: np.ndarray) -> np.ndarray:
+        return (keys * self._MUL) >> np.uint64(64 - self.log)   # multiplicative hashing
+
+    def may_hold(self, keys: np.ndarray) -> np.ndarray:
+        """Indices of the keys that may be in the set (every one that is)."""
+        slot = self._slot(keys)
+        byte = self.bits[(slot >> np.uint64(3)).astype(np.intp)]
+        return np.flatnonzero((byte >> (slot & np.uint64(7)).astype(np.uint8)) & 1)
 
 
 def _lookup_exact(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,

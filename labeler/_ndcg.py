@@ -15,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeAlias
 
 from dataclasses import dataclass
@@ -25,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow
-from ._arrow import clean_ids, encode
-from ._lookup import UNJUDGED, QrelsIndex, lookup_grades
+from ._arrow import clean_ids, encode, take
+from ._lookup import UNJUDGED, QrelsIndex, judged_rows, lookup_grades
 
 Strings: TypeAlias = pa.Array | pa.ChunkedArray
 
@@ -75,12 +76,13 @@ class KernelOut:
 
 @dataclass(frozen=True)
 class Ranked:
-    """The top of every group's ranking, rows in (group, rank) order, and the qrels in the
-    run's query code space: what every measure is computed from."""
+    """The judged rows of the top of every group's ranking, in (group, rank) order, and the
+    qrels in the run's query code space: what every measure is computed from (an unjudged
+    row adds nothing to any measure)."""
 
-    row_g: np.ndarray        # group of each ranked row
-    pos: np.ndarray          # 0-based rank of each ranked row
-    grades: np.ndarray       # grade of each ranked row, UNJUDGED where the qrels do not say
+    row_g: np.ndarray        # group of each judged ranked row
+    pos: np.ndarray          # its 0-based rank
+    grades: np.ndarray       # its grade in the qrels
     counts: np.ndarray       # (groups,) rows of each group in the run
     group_q: np.ndarray      # (groups,) query code of each group
     qr_q: np.ndarray         # query code of each qrels row
@@ -132,31 +134,38 @@ def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: 
     """
     kmax = max(ks) if depth == 0 else (None if depth is None else max(depth, *ks))
     grp = _groups(run, check_run)
-    if check_run and (not clean_ids(run.chunk) or _run_may_repeat(run.chunk, grp)):
-        raise NeedsIO("run")
+    every_rank = ideal == "qrels" and (kmax is None or kmax >= int(grp.counts.max(initial=0)))
+    # whole rankings of one system, grouped: the run is checked as its ids are looked up
+    check_later = check_run and every_rank and grp.heads is not None and len(
+        grp.system_names) == 1
+    if check_run and not check_later:
+        _check_run(run, grp)
     qr_q, n_codes = _qrels_codes(qrels.query, grp.q_dict, check_qrels)
     q_index = None
     if check_qrels:
         if not clean_ids(qrels.chunk):
             raise NeedsIO("qrels")
-        q_index = QrelsIndex.of(qrels.chunk, qr_q, with_order=kmax is None)
+        q_index = QrelsIndex.of(qrels.chunk, qr_q, with_order=every_rank)
         if q_index.may_repeat:   # a (query, chunk) judged twice, or a hash collision
             raise NeedsIO("qrels")
 
-    rows, pos, row_g = _top_rows(grp, run, kmax if ideal == "qrels" else None)
-    if ideal == "run":   # every row's grade is needed for the ideal; top rows pick theirs
-        all_grades = lookup_grades(grp.group_q[grp.rows_group()], run.chunk, qr_q, qrels)
-        grades = all_grades[rows]
+    if every_rank:   # whole rankings: only the judged rows are ever placed in rank order
+        row_g, pos, grades = _judged_ranked(grp, run, qr_q, qrels, q_index, check_later)
     else:
-        every_row_in_order = len(rows) == len(run.score) and bool(
-            (rows == np.arange(len(rows))).all())
-        grades = lookup_grades(grp.group_q[row_g], run.chunk if every_row_in_order
-                                else run.chunk.take(pa.array(rows)), qr_q, qrels, q_index)
+        rows, pos, row_g = _top_rows(grp, run, kmax if ideal == "qrels" else None)
+        if ideal == "run":   # every row's grade is needed for the ideal; top rows pick theirs
+            all_grades = lookup_grades(grp.group_q[grp.rows_group()], run.chunk, qr_q, qrels)
+            grades = all_grades[rows]
+        else:
+            grades = lookup_grades(grp.group_q[row_g], run.chunk.take(pa.array(rows)), qr_q,
+                                   qrels, q_index)
+        judged_row = grades != UNJUDGED   # the measures need the judged rows only
+        row_g, pos, grades = row_g[judged_row], pos[judged_row], grades[judged_row]
 
     # DCG and judged share per k: bincount adds in rank order, as trec_eval sums
     ng = len(grp.counts)
     contrib = gain_of(np.maximum(grades, 0), gain) / discounts(int(pos.max(initial=0)) + 1)[pos]
-    judged_flag = (grades != UNJUDGED).astype(np.float64)
+    judged_flag = np.ones(len(grades))
     dcg = np.empty((ng, len(ks)))
     judged = np.empty((ng, len(ks)))
     for j, k in enumerate(ks):
@@ -273,11 +282,9 @@ def _top_rows(grp: _Groups, run: RunArrays, kmax: int | None
     keeping only ranks < ``kmax`` (every row when ``kmax`` is None)."""
     score, counts = run.score, grp.counts
     n = len(score)
-    if grp.heads is not None and n > 1:
-        same = np.ones(n - 1, dtype=bool)   # row i + 1 is in the group of row i
-        same[grp.heads[1:] - 1] = False
-        if not np.any(same & (score[1:] > score[:-1])):   # already ranked, but for ties
-            return _ranked_rows(grp.heads, counts, run, same, kmax)
+    tied = _ranked_already(grp, run)
+    if tied is not None and grp.heads is not None:
+        return _ranked_rows(grp.heads, counts, run, tied, kmax)
     g = grp.rows_group()
     cand = np.arange(n)
     if kmax is not None and kmax < counts.max(initial=0):
@@ -290,24 +297,115 @@ def _top_rows(grp: _Groups, run: RunArrays, kmax: int | None
     return rows[keep], pos[keep], row_g[keep]
 
 
-def _ranked_rows(heads: np.ndarray, counts: np.ndarray, run: RunArrays, same: np.ndarray,
+def _ranked_already(grp: _Groups, run: RunArrays) -> np.ndarray | None:
+    """When the rows come grouped and ranked by score (ties aside), as in run files: the
+    rows i whose score ties row i + 1's in the same group; else None."""
+    n = len(run.score)
+    if grp.heads is None or n < 2:
+        return None
+    score, bounds = run.score, grp.heads[1:] - 1   # row i is a group's last when i in bounds
+    if not _only_at(np.flatnonzero(score[1:] > score[:-1]), bounds):
+        return None
+    tied = np.flatnonzero(score[1:] == score[:-1])
+    return tied[~_at(tied, bounds)]
+
+
+def _at(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
+    """Which of ``rows`` are in ``sorted_rows``."""
+    if not len(sorted_rows):
+        return np.zeros(len(rows), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_rows, rows), len(sorted_rows) - 1)
+    return sorted_rows[at] == rows
+
+
+def _only_at(rows: np.ndarray, sorted_rows: np.ndarray) -> bool:
+    return bool(_at(rows, sorted_rows).all())
+
+
+def _ties(heads: np.ndarray, run: RunArrays, tied: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Rows of ranked groups whose score ties a neighbour's (``tied``: row i ties row i + 1):
+    (those rows, their group, the same rows in trec_eval's order: chunk id descending within
+    a tie); None without ties."""
+    if not len(tied):
+        return None
+    members = np.union1d(tied, tied + 1)
+    m_group = np.searchsorted(heads, members, side="right") - 1
+    reordered = members[_rank_sort(m_group, run.score[members], take(run.chunk, members))]
+    return members, m_group, reordered
+
+
+def _ranked_rows(heads: np.ndarray, counts: np.ndarray, run: RunArrays, tied: np.ndarray,
                  kmax: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_top_rows` for rows already grouped and ranked by score: only runs of tied
-    scores need ordering (by chunk id, descending), and no per-row array is built."""
+    scores need ordering (by chunk id, descending)."""
     top = counts if kmax is None else np.minimum(counts, kmax)
     row_g = np.repeat(np.arange(len(top), dtype=np.int64), top)
     pos = np.arange(len(row_g), dtype=np.int64) - np.repeat(_starts(top), top)
     rows = heads[row_g] + pos
-    tied = np.flatnonzero(same & (run.score[1:] == run.score[:-1]))
-    if len(tied):   # put each run of equal scores in trec_eval's order
-        members = np.union1d(tied, tied + 1)
-        m_group = np.searchsorted(heads, members, side="right") - 1
-        reordered = members[_rank_sort(m_group, run.score[members],
-                                       run.chunk.take(pa.array(members)))]
-        at = np.minimum(np.searchsorted(members, rows), len(members) - 1)
-        hit = members[at] == rows
-        rows[hit] = reordered[at[hit]]
+    ties = _ties(heads, run, tied)
+    if ties is not None:   # put each run of equal scores in trec_eval's order
+        members, m_group, reordered = ties
+        rank = members - heads[m_group]           # where each member sits in its group
+        kept = rank < top[m_group]
+        rows[(_starts(top)[m_group] + rank)[kept]] = reordered[kept]
     return rows, pos, row_g
+
+
+def _judged_ranked(grp: _Groups, run: RunArrays, qr_q: np.ndarray, qrels: QrelsArrays,
+                   q_index: QrelsIndex | None, check_run: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group, rank, grade) of every judged row of the run, in (group, rank) order: the
+    grades are looked up in the run's own row order, block by block, and only the judged
+    rows are then ranked. ``check_run``: check the run's ids on the way (rows grouped, one
+    system)."""
+    found = judged_rows(_row_codes(grp), run.chunk, qr_q, qrels, q_index,
+                        _RunCheck() if check_run else None)
+    if found is None and check_run:   # the blocks were not seen
+        _check_run(run, grp)
+    if found is None:   # two qrels keys share a hash: the exact lookup decides
+        every = lookup_grades(grp.group_q[grp.rows_group()], run.chunk, qr_q, qrels)
+        judged = np.flatnonzero(every != UNJUDGED)
+        found = judged, every[judged]
+    rows, grades = found
+    tied = _ranked_already(grp, run)
+    if tied is not None and grp.heads is not None:
+        g = np.searchsorted(grp.heads, rows, side="right") - 1
+        pos = rows - grp.heads[g]
+        ties = _ties(grp.heads, run, tied)
+        if ties is not None:   # a tied row takes the place its chunk id gives it
+            members, m_group, reordered = ties
+            by_row = np.argsort(reordered)
+            at = np.minimum(np.searchsorted(reordered[by_row], rows), len(members) - 1)
+            hit = reordered[by_row][at] == rows
+            pos[hit] = (members - grp.heads[m_group])[by_row[at[hit]]]
+    else:   # rows in no useful order: rank every row, then pick the judged ones
+        ranked, rank, _ = _top_rows(grp, run, None)
+        rank_of_row = np.empty(len(run.score), dtype=np.int64)
+        rank_of_row[ranked] = rank
+        g, pos = grp.rows_group()[rows], rank_of_row[rows]
+    key = g * (int(grp.counts.max(initial=0)) + 1) + pos
+    if len(key) > 1 and not bool(np.all(key[1:] > key[:-1])):
+        order = np.argsort(key, kind="stable")   # nearly sorted: a few runs of ties moved
+        g, pos, grades = g[order], pos[order], grades[order]
+    return g, pos, grades
+
+
+def _row_codes(grp: _Groups) -> Callable[[int, int], np.ndarray]:
+    """``codes(lo, hi)``: the query code of rows ``lo..hi`` (made per block when the rows
+    come grouped)."""
+    if grp.heads is None:
+        g = grp.rows_group()
+        return lambda lo, hi: grp.group_q[g[lo:hi]]
+    heads, ends = grp.heads, grp.heads + grp.counts
+
+    def codes(lo: int, hi: int) -> np.ndarray:
+        g0 = int(np.searchsorted(heads, lo, side="right")) - 1
+        g1 = int(np.searchsorted(heads, hi, side="left"))
+        lens = np.minimum(ends[g0:g1], hi) - np.maximum(heads[g0:g1], lo)
+        return np.repeat(grp.group_q[g0:g1], lens)
+
+    return codes
 
 
 def _rank_sort(g: np.ndarray, score: np.ndarray, chunk: Strings) -> np.ndarray:
@@ -348,6 +446,30 @@ def _stable_group_order(g: np.ndarray, n_groups: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- grades
+
+def _check_run(run: RunArrays, grp: _Groups) -> None:
+    """Raise :class:`NeedsIO` unless every chunk id is clean and ranked once per group."""
+    if not clean_ids(run.chunk) or _run_may_repeat(run.chunk, grp):
+        raise NeedsIO("run")
+
+
+class _RunCheck:
+    """:func:`_check_run` block by block on the keys of the grade lookup, for rows that come
+    grouped by query (one system): equal (query, id) give equal keys."""
+
+    def __init__(self) -> None:
+        self.carry = np.zeros(0, np.uint64)   # keys of the query that may go on in the next block
+
+    def __call__(self, part: pa.Array, key: np.ndarray, codes: np.ndarray) -> None:
+        if not len(part):
+            return
+        if not _arrow.clean_chunk(part) or _arrow.has_equal_neighbours(
+                np.sort(np.concatenate([self.carry, key]))):
+            raise NeedsIO("run")
+        last = codes[-1]
+        self.carry = (np.concatenate([self.carry, key]) if codes[0] == last
+                      else key[codes == last])
+
 
 def _run_may_repeat(chunk: Strings, grp: _Groups) -> bool:
     """A chunk may be ranked twice for one (system, query): see :func:`_arrow.may_repeat`."""
