@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 import click
 from annotated_types import Ge, Gt, Le
 
 
-__all__ = ["echo_result", "flag_of", "judge_options", "judge_settings", "read_side"]
+__all__ = ["LABELS", "PAIRS", "TEXTS", "InputFormats", "echo_result", "flag_of",
+           "format_option", "judge_options", "judge_settings", "read_side"]
 
 
 def flag_of(setting: str) -> str:
@@ -100,14 +102,15 @@ def judge_settings(params: dict[str, Any]) -> dict[str, Any]:
             if name in JudgeConfig.model_fields and params[name] is not None}
 
 
-def read_side(reader: Callable[..., Any], path: Any, grade_map: str | None, flag: str) -> Any:
-    """Read one label set with its ``--grade-map-*`` flag; a grade error's hint names that
-    flag (the library's hint names the generic `grade_map` setting)."""
+def read_side(reader: Callable[..., Any], path: Any, grade_map: str | None, flag: str,
+              fmt: str | None = None) -> Any:
+    """Read one label set with its ``--grade-map-*`` flag (and a forced format); a grade
+    error's hint names that flag (the library's hint names the generic `grade_map` setting)."""
     from .. import io
     from ..errors import InputError
 
     try:
-        return reader(path, grade_map=io.parse_grade_map(grade_map))
+        return reader(path, grade_map=io.parse_grade_map(grade_map), fmt=fmt)
     except InputError as exc:
         if "`grade_map`" not in exc.message:
             raise
@@ -123,3 +126,102 @@ def echo_result(result: Any, as_json: bool) -> None:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, allow_nan=False))
     else:
         click.echo(result.to_text(), nl=False)
+
+
+# --------------------------------------------------------------------------- input formats
+
+FORMATS = ("csv", "jsonl", "parquet", "tsv", "trec")
+TEXTS = ("csv", "jsonl", "parquet", "tsv")
+"""Formats a queries or corpus file can be in."""
+PAIRS = ("csv", "jsonl", "parquet")
+"""Formats a pairs file can be in."""
+LABELS = ("csv", "jsonl", "parquet", "trec")
+"""Formats label records, qrels and runs can be in."""
+
+
+def format_option(flag: str = "--format") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The repeatable ``--format [INPUT=]FORMAT`` option (parameter ``fmt``) of a command."""
+    return click.option(
+        flag, "fmt", multiple=True, metavar="[INPUT=]FORMAT",
+        help="Format of the input files whose extension and content do not say (csv, jsonl, "
+             "parquet, tsv, trec): FORMAT for every input it fits, INPUT=FORMAT for one "
+             "(e.g. queries=tsv, human=trec); repeatable.")
+
+
+class InputFormats:
+    """The formats a command's ``--format [INPUT=]FORMAT`` values force, per input.
+
+    ``kinds`` maps each input (its flag without dashes) to the formats it can be in; a bare
+    FORMAT applies to every input it fits, ``INPUT=FORMAT`` to one. Used as a context
+    manager, it names ``FLAG INPUT=FORMAT`` in a library error about an unknown format of
+    one of ``paths`` (``{input: path or paths}``).
+
+    Usage::
+
+        formats = InputFormats(fmt, {"human": LABELS, "queries": TEXTS}, {"human": path})
+        with formats:
+            human = io.read_qrels(path, formats["human"])
+    """
+
+    def __init__(self, values: Sequence[str], kinds: Mapping[str, Sequence[str]],
+                 paths: Mapping[str, Any] | None = None, *, flag: str = "--format") -> None:
+        from ..errors import ConfigError
+
+        self.flag = flag
+        self._paths = {name: _path_list(value) for name, value in (paths or {}).items()}
+        forced: dict[str, str] = {}
+        bare: set[str] = set()
+        for value in values:
+            name, _, fmt = value.rpartition("=")
+            fmt = {"qrels": "trec", "run": "trec"}.get(fmt.strip().lower(), fmt.strip().lower())
+            if fmt not in FORMATS:
+                raise ConfigError(f"{flag} {value}: unknown format {fmt!r} (use "
+                                  f"{', '.join(FORMATS)})")
+            if not name:
+                bare.add(fmt)
+                continue
+            name = name.strip().lstrip("-")
+            if name not in kinds:
+                raise ConfigError(f"{flag} {value}: no input here is called {name!r} (inputs: "
+                                  f"{', '.join(kinds)})")
+            if fmt not in kinds[name]:
+                raise ConfigError(f"{flag} {value}: --{name} cannot be {fmt} (use "
+                                  f"{', '.join(kinds[name])})")
+            forced[name] = fmt
+        if len(bare) > 1:
+            raise ConfigError(f"{flag}: give one FORMAT for every input, or INPUT=FORMAT for "
+                              f"each input (got {', '.join(sorted(bare))})")
+        for fmt in bare:
+            fits = [name for name, ok in kinds.items() if fmt in ok]
+            if not fits:
+                raise ConfigError(f"{flag} {fmt}: no input of this command can be {fmt}")
+            for name in fits:
+                forced.setdefault(name, fmt)
+        self._forced = forced
+
+    def __getitem__(self, name: str) -> str | None:
+        return self._forced.get(name)
+
+    def __enter__(self) -> InputFormats:
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        from ..errors import InputError
+
+        if not isinstance(exc, InputError) or "`fmt`" not in exc.message or exc.path is None:
+            return
+        at = str(Path(exc.path))
+        name = next((n for n, ps in self._paths.items() if at in ps), None)
+        if name is not None:
+            raise InputError(exc.message.replace("`fmt`", f"{self.flag} {name}=FORMAT"),
+                             path=exc.path, line=exc.line, row=exc.row) from None
+
+
+def _path_list(value: Any) -> list[str]:
+    """Paths (``NAME=PATH`` run specs resolved) as the strings an error message carries."""
+    from ..io import parse_run_arg
+
+    if value is None:
+        return []
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    return [str(Path(parse_run_arg(v)[1])) for v in values if v is not None]
