@@ -170,6 +170,7 @@ class InputFormats:
         self.flag = flag
         self._paths = {name: _path_list(value) for name, value in (paths or {}).items()}
         forced: dict[str, str] = {}
+        said: dict[str, str] = {}   # input -> the value that forced it, for messages
         bare: set[str] = set()
         for value in values:
             name, _, fmt = value.rpartition("=")
@@ -187,7 +188,7 @@ class InputFormats:
             if fmt not in kinds[name]:
                 raise ConfigError(f"{flag} {value}: --{name} cannot be {fmt} (use "
                                   f"{', '.join(kinds[name])})")
-            forced[name] = fmt
+            forced[name], said[name] = fmt, value
         if len(bare) > 1:
             raise ConfigError(f"{flag}: give one FORMAT for every input, or INPUT=FORMAT for "
                               f"each input (got {', '.join(sorted(bare))})")
@@ -196,8 +197,9 @@ class InputFormats:
             if not fits:
                 raise ConfigError(f"{flag} {fmt}: no input of this command can be {fmt}")
             for name in fits:
-                forced.setdefault(name, fmt)
-        self._forced = forced
+                if name not in forced:
+                    forced[name], said[name] = fmt, fmt
+        self._forced, self._said = forced, said
 
     def __getitem__(self, name: str) -> str | None:
         return self._forced.get(name)
@@ -208,13 +210,20 @@ class InputFormats:
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
         from ..errors import InputError
 
-        if not isinstance(exc, InputError) or "`fmt`" not in exc.message or exc.path is None:
+        if not isinstance(exc, InputError) or exc.path is None:
             return
         at = str(Path(exc.path))
         name = next((n for n, ps in self._paths.items() if at in ps), None)
-        if name is not None:
-            raise InputError(exc.message.replace("`fmt`", f"{self.flag} {name}=FORMAT"),
-                             path=exc.path, line=exc.line, row=exc.row) from None
+        if name is None:
+            return
+        if name in self._forced:   # say why it was read so, in case the forcing was wrong
+            message = (f"{exc.message} (read as {self._forced[name]}: "
+                       f"{self.flag} {self._said[name]})")
+        elif "`fmt`" in exc.message:
+            message = exc.message.replace("`fmt`", f"{self.flag} {name}=FORMAT")
+        else:
+            return
+        raise InputError(message, path=exc.path, line=exc.line, row=exc.row) from None
 
 
 def _path_list(value: Any) -> list[str]:
