@@ -216,12 +216,10 @@ class InputFormats:
         name = next((n for n, ps in self._paths.items() if at in ps), None)
         if name is None:
             return
+        message = exc.message.replace("`fmt`", f"{self.flag} {name}=FORMAT")
         if name in self._forced:   # say why it was read so, in case the forcing was wrong
-            message = (f"{exc.message} (read as {self._forced[name]}: "
-                       f"{self.flag} {self._said[name]})")
-        elif "`fmt`" in exc.message:
-            message = exc.message.replace("`fmt`", f"{self.flag} {name}=FORMAT")
-        else:
+            message += f" (read as {self._forced[name]}: {self.flag} {self._said[name]})"
+        if message == exc.message:
             return
         raise InputError(message, path=exc.path, line=exc.line, row=exc.row) from None
 

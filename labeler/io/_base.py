@@ -240,6 +240,12 @@ def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
 
 
 def _check_delimiter(p: Path, header: str) -> None:
+    from .trec import _trec_kind
+
+    kind = _trec_kind(header.split())
+    if kind:
+        raise InputError(f"this is a TREC {kind} line, not a CSV header; use the extension "
+                         f".{kind}{FORMAT_HINT}", path=p, line=1)
     for sep, name in ((";", "';'"), ("\t", "a tab"), ("|", "'|'")):
         if header.count(sep) >= 1:
             raise InputError(f"the header has one column and the delimiter looks like {name}; "
