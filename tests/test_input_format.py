@@ -202,18 +202,40 @@ def test_a_bad_format_value_is_refused_before_reading(value: str, message: str) 
     _refused(code, err, "--format", message)
 
 
-def test_a_command_without_the_flag_does_not_suggest_it(kit: Path) -> None:
-    """`labeler run` reads its inputs from the config: the error names the file and asks
-    for an extension, not for a flag the command does not have."""
-    (kit / "job.toml").write_text(f"""\
+def test_run_config_forces_a_format_per_input(kit: Path) -> None:
+    """`labeler run` reads its inputs from the config: `format` in [inputs] (per input) and
+    in [human]; the error for a file that does not say names those keys."""
+    def job(queries: Path, human: Path, formats: str = "", human_format: str = "") -> Path:
+        (kit / "job.toml").write_text(f"""\
 out_dir = "out"
 [inputs]
-queries = "{kit / 'queries'}"
+queries = "{queries}"
 corpus = "{DATA / 'corpus.jsonl'}"
 runs = ["{RUN}"]
+depth = 3
+{formats}
 [judge]
 model = "lexical"
+[human]
+qrels = "{human}"
+{human_format}
 """)
-    code, _, err = _cli("run", "--check", kit / "job.toml")
-    _refused(code, err, f"{kit / 'queries'}: cannot tell the format", "use one of .csv")
-    assert "give the format" not in err and "fmt" not in err
+        return kit / "job.toml"
+
+    code, want, err = _cli("run", "--check", job(DATA / "queries.tsv", DATA / "human.qrels"))
+    assert code == 0, err
+    code, _, err = _cli("run", "--check", job(kit / "queries", DATA / "human.qrels"))
+    _refused(code, err, f"{kit / 'queries'}: cannot tell the format",
+             "or give it in the config: format = {queries = FORMAT} in [inputs]")
+    code, _, err = _cli("run", "--check", job(kit / "queries", kit / "human.csv",
+                                              'format = {queries = "tsv"}'))
+    _refused(code, err, "human.csv, line 1", "format = FORMAT in [human]")
+    code, got, err = _cli("run", "--check", job(kit / "queries", kit / "human.csv",
+                                                'format = {queries = "tsv"}',
+                                                'format = "trec"'))
+    assert code == 0, err
+    assert got.splitlines()[0] == want.splitlines()[0]   # the same pairs, queries, runs, labels
+    assert "30 pairs" in got
+    code, _, err = _cli("run", "--check", job(kit / "queries", DATA / "human.qrels",
+                                              'format = {runs = "tsv"}'))
+    _refused(code, err, "job.toml: inputs: ", "runs cannot be tsv")
