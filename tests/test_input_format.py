@@ -23,8 +23,8 @@ LLMJUDGE = DATA / "llmjudge"
 RUN = DATA / "runs" / "bm25tuned_p.run"
 
 
-def _cli(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, [str(a) for a in args])
+def _cli(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args], env=env)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -117,6 +117,13 @@ def test_label_input_format_leaves_format_to_the_output(kit: Path) -> None:
                         "run=jsonl", "--out", kit / "c.csv")
     _refused(code, err, f"{RUN}, line 1", "not valid JSON")
     assert "--input-format run=jsonl" in err and not (kit / "c.csv").exists()
+    # few-shot examples are not reached by --input-format: their error does not suggest it
+    (kit / "examples.dat").write_text("query_id\tquery\tchunk_id\tchunk\tgrade\n")
+    code, _, err = _cli(*common[:-2], "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                        "--queries", DATA / "queries.tsv", "--examples", kit / "examples.dat",
+                        "--out", kit / "c.csv", env={"OPENAI_API_KEY": "test-key"})
+    _refused(code, err, "examples.dat: cannot tell the format", "use one of .csv")
+    assert "format (" not in err
 
 
 def test_pool_forces_the_queries(kit: Path) -> None:

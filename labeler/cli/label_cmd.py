@@ -87,16 +87,17 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
              "run": list(run_paths)}
     formats = InputFormats(fmt, {"pairs": PAIRS, "queries": TEXTS, "corpus": TEXTS,
                                  "run": LABELS}, paths, flag="--input-format")
-    with formats:
+    with formats:   # also for the few-shot examples: a hint to force theirs is left out
         pairs = _read_input(pairs_path, queries_path, corpus_path, run_paths, depth, formats)
-    try:
-        result = label(pairs, cache_dir=cache_dir, no_cache=no_cache,
-                       prices=load_prices(prices) if prices else None,
-                       batch_prices=load_batch_prices(prices) if prices else None, **settings)
-    except (BatchFileWritten, BatchNotReady) as exc:
-        ctx = click.get_current_context()
-        click.echo(f"labeler: {_as_flags(ctx.find_root(), exc)}", err=True)
-        ctx.exit(exc.exit_code)
+        try:
+            result = label(pairs, cache_dir=cache_dir, no_cache=no_cache,
+                           prices=load_prices(prices) if prices else None,
+                           batch_prices=load_batch_prices(prices) if prices else None,
+                           **settings)
+        except (BatchFileWritten, BatchNotReady) as exc:
+            ctx = click.get_current_context()
+            click.echo(f"labeler: {_as_flags(ctx.find_root(), exc)}", err=True)
+            ctx.exit(exc.exit_code)
     if out is None:  # unreachable (--batch-file-out stops above); narrows the type for mypy
         raise ConfigError("Missing option '--out' (where the label records go)")
     io.write_labels(result.records, out, out_fmt)

@@ -214,7 +214,12 @@ class InputFormats:
             return
         at = str(Path(exc.path))
         name = next((n for n, ps in self._paths.items() if at in ps), None)
-        if name is None:
+        if name is None:   # a file the flag does not reach (few-shot examples): no hint
+            from ..io._base import FORMAT_HINT
+
+            if FORMAT_HINT in exc.message:
+                raise InputError(exc.message.replace(FORMAT_HINT, ""), path=exc.path,
+                                 line=exc.line, row=exc.row) from None
             return
         message = exc.message.replace("`fmt`", f"{self.flag} {name}=FORMAT")
         if name in self._forced:   # say why it was read so, in case the forcing was wrong
