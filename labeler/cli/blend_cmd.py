@@ -13,7 +13,7 @@ import click
 
 from . import main
 from .judges_cmd import read_label_sets
-from .options import LABELS, InputFormats, format_option
+from .options import InputFormats, format_option
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
@@ -28,7 +28,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
               help="Blended label records: .jsonl, .csv or .parquet (`source` names the sets).")
 @click.option("--qrels-out", type=_FILE, help="Also write the blended labels as TREC qrels.")
 @click.option("--grade-map-llm", metavar="MAP", help="Map raw LLM grades, e.g. '5=3'.")
-@format_option()
+@format_option("llm")
 def blend_cmd(llm_specs: tuple[str, ...], method: str, out: Path, qrels_out: Path | None,
               grade_map_llm: str | None, fmt: tuple[str, ...]) -> None:
     """One label set from several judges; a pair one set lacks is decided by the others."""
@@ -40,7 +40,7 @@ def blend_cmd(llm_specs: tuple[str, ...], method: str, out: Path, qrels_out: Pat
 
     llm_paths = list(named_sets(list(llm_specs)).values())
     check_outputs({"--llm": llm_paths}, {"--out": out, "--qrels-out": qrels_out})
-    with InputFormats(fmt, {"llm": LABELS}, {"llm": llm_paths}) as formats:
+    with InputFormats(fmt, {"llm": llm_paths}) as formats:
         sets = read_label_sets(llm_specs, grade_map_llm, formats["llm"])
     records = blend(sets, method=method)  # type: ignore[arg-type]
     io.write_labels(records, out)

@@ -13,7 +13,7 @@ import click
 
 from ..schema import GAINS
 from . import main
-from .options import LABELS, TEXTS, InputFormats, echo_result, format_option, read_side
+from .options import InputFormats, echo_result, format_option, read_side
 
 DEFAULT_TITLE = "Human vs LLM labels"
 
@@ -32,7 +32,7 @@ DEFAULT_TITLE = "Human vs LLM labels"
 @click.option("--measure", default=None, metavar="M",
               help="Compare by this measure instead of NDCG@k, named as ir_measures writes "
                    "it: nDCG@k, P@k, R@k, RR, AP, AP@k, Judged@k, P(rel=2)@10 ...")
-@format_option()
+@format_option("human", "llm", "run", "queries")
 @click.option("--gain", type=click.Choice(GAINS), default="linear",
               show_default=True, help="Gain of a grade: rel, or 2^rel − 1.")
 @click.option("--include-empty", is_flag=True,
@@ -97,10 +97,8 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
     def qrels(path: str, grade_map: object = None, fmt: str | None = None) -> object:
         return io.read_qrels(path, fmt, grade_map, any_grade=True)  # type: ignore[arg-type]
 
-    formats = InputFormats(fmt, {"human": LABELS, "llm": LABELS, "run": LABELS,
-                                 "queries": TEXTS},
-                           {"human": human_path, "llm": llm_path, "run": list(run_paths),
-                            "queries": queries_path})
+    formats = InputFormats(fmt, {"human": human_path, "llm": llm_path, "run": list(run_paths),
+                                 "queries": queries_path})
     with formats:   # any integer grade scores
         human = read_side(qrels, human_path, grade_map_human, "--grade-map-human",
                           formats["human"])

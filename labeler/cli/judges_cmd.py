@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from . import main
-from .options import LABELS, InputFormats, echo_result, format_option, read_side
+from .options import InputFormats, echo_result, format_option, read_side
 
 
 def read_label_sets(specs: tuple[str, ...], grade_map: str | None, fmt: str | None = None
@@ -40,7 +40,7 @@ def read_label_sets(specs: tuple[str, ...], grade_map: str | None, fmt: str | No
               help="Cut-off of the NDCG@k that orders the runs.")
 @click.option("--grade-map-human", metavar="MAP", help="Map raw human grades, e.g. '-1=0'.")
 @click.option("--grade-map-llm", metavar="MAP", help="Map raw LLM grades, e.g. '5=3'.")
-@format_option()
+@format_option("human", "llm", "run")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=200, show_default=True,
               help="Bootstrap resamples for each judge's 95% CIs (0: none).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
@@ -68,8 +68,8 @@ def judges_cmd(human_path: str, llm_specs: tuple[str, ...], run_paths: tuple[str
                    "--run": list(run_paths)}, dirs={"--report": report_dir})
 
     llm_paths = list(named_sets(list(llm_specs)).values())
-    formats = InputFormats(fmt, {"human": LABELS, "llm": LABELS, "run": LABELS},
-                           {"human": human_path, "llm": llm_paths, "run": list(run_paths)})
+    formats = InputFormats(fmt, {"human": human_path, "llm": llm_paths,
+                                 "run": list(run_paths)})
     with formats:
         human = read_side(read_human, human_path, grade_map_human, "--grade-map-human",
                           formats["human"])

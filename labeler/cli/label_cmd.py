@@ -18,8 +18,7 @@ import click
 
 from ..errors import ConfigError, InputError
 from . import _as_flags, main
-from .options import (LABELS, PAIRS, TEXTS, InputFormats, format_option, judge_options,
-                      judge_settings)
+from .options import InputFormats, format_option, judge_options, judge_settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,7 +39,7 @@ _OUT_FORMATS = ("jsonl", "csv", "parquet")
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")
-@format_option("--input-format")
+@format_option("pairs", "queries", "corpus", "run", flag="--input-format")
 @judge_options()
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Cache directory [env LABELER_CACHE_DIR; default ~/.cache/labeler].")
@@ -85,8 +84,7 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
                   dirs={"--cache-dir": cache_dir})
     paths = {"pairs": pairs_path, "queries": queries_path, "corpus": corpus_path,
              "run": list(run_paths)}
-    formats = InputFormats(fmt, {"pairs": PAIRS, "queries": TEXTS, "corpus": TEXTS,
-                                 "run": LABELS}, paths, flag="--input-format")
+    formats = InputFormats(fmt, paths, flag="--input-format")
     with formats:   # also for the few-shot examples: a hint to force theirs is left out
         pairs = _read_input(pairs_path, queries_path, corpus_path, run_paths, depth, formats)
         try:

@@ -25,8 +25,8 @@ import click
 from annotated_types import Ge, Gt, Le
 
 
-__all__ = ["LABELS", "PAIRS", "TEXTS", "InputFormats", "echo_result", "flag_of",
-           "format_option", "judge_options", "judge_settings", "read_side"]
+__all__ = ["InputFormats", "echo_result", "flag_of", "format_option", "judge_options",
+           "judge_settings", "read_side"]
 
 
 def flag_of(setting: str) -> str:
@@ -131,44 +131,49 @@ def echo_result(result: Any, as_json: bool) -> None:
 # --------------------------------------------------------------------------- input formats
 
 FORMATS = ("csv", "jsonl", "parquet", "tsv", "trec")
-TEXTS = ("csv", "jsonl", "parquet", "tsv")
-"""Formats a queries or corpus file can be in."""
-PAIRS = ("csv", "jsonl", "parquet")
-"""Formats a pairs file can be in."""
-LABELS = ("csv", "jsonl", "parquet", "trec")
-"""Formats label records, qrels and runs can be in."""
+_TEXTS = ("csv", "jsonl", "parquet", "tsv")
+_LABELS = ("csv", "jsonl", "parquet", "trec")
+KINDS: dict[str, tuple[str, ...]] = {
+    "pairs": ("csv", "jsonl", "parquet"), "queries": _TEXTS, "corpus": _TEXTS,
+    "qrels": _LABELS, "human": _LABELS, "llm": _LABELS, "labels": _LABELS, "run": _LABELS,
+}
+"""The formats each input (named by its flag) can be in."""
 
 
-def format_option(flag: str = "--format") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The repeatable ``--format [INPUT=]FORMAT`` option (parameter ``fmt``) of a command."""
+def format_option(*inputs: str, flag: str = "--format"
+                  ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The repeatable ``--format [INPUT=]FORMAT`` option (parameter ``fmt``) of a command
+    whose inputs are ``inputs`` (their flags without dashes)."""
     return click.option(
         flag, "fmt", multiple=True, metavar="[INPUT=]FORMAT",
-        help="Format of the input files whose extension and content do not say (csv, jsonl, "
-             "parquet, tsv, trec): FORMAT for every input it fits, INPUT=FORMAT for one "
-             "(e.g. queries=tsv, human=trec); repeatable.")
+        help="Format of input files whose extension and content do not say (csv, jsonl, "
+             f"parquet, tsv, trec): INPUT=FORMAT for one input ({', '.join(inputs)}), or "
+             "FORMAT for every input it fits; repeatable.")
 
 
 class InputFormats:
     """The formats a command's ``--format [INPUT=]FORMAT`` values force, per input.
 
-    ``kinds`` maps each input (its flag without dashes) to the formats it can be in; a bare
-    FORMAT applies to every input it fits, ``INPUT=FORMAT`` to one. Used as a context
-    manager, it names ``FLAG INPUT=FORMAT`` in a library error about an unknown format of
-    one of ``paths`` (``{input: path or paths}``).
+    ``paths`` maps each input of the command (its flag without dashes: ``human``,
+    ``queries``, ``run`` ...) to its path or paths; a bare FORMAT applies to every input it
+    fits (:data:`KINDS`), ``INPUT=FORMAT`` to one. Used as a context manager, it names
+    ``FLAG INPUT=FORMAT`` in a library error about an unknown format of one of the paths, and
+    says which forcing a forced file's error comes from.
 
     Usage::
 
-        formats = InputFormats(fmt, {"human": LABELS, "queries": TEXTS}, {"human": path})
+        formats = InputFormats(fmt, {"human": human_path, "run": list(run_paths)})
         with formats:
-            human = io.read_qrels(path, formats["human"])
+            human = io.read_qrels(human_path, formats["human"])
     """
 
-    def __init__(self, values: Sequence[str], kinds: Mapping[str, Sequence[str]],
-                 paths: Mapping[str, Any] | None = None, *, flag: str = "--format") -> None:
+    def __init__(self, values: Sequence[str], paths: Mapping[str, Any], *,
+                 flag: str = "--format") -> None:
         from ..errors import ConfigError
 
         self.flag = flag
-        self._paths = {name: _path_list(value) for name, value in (paths or {}).items()}
+        self._paths = {name: _path_list(value) for name, value in paths.items()}
+        kinds = {name: KINDS[name] for name in paths}
         forced: dict[str, str] = {}
         said: dict[str, str] = {}   # input -> the value that forced it, for messages
         bare: set[str] = set()

@@ -14,7 +14,7 @@ import click
 
 from . import main
 from .label_cmd import _FILE
-from .options import LABELS, TEXTS, InputFormats, format_option
+from .options import InputFormats, format_option
 
 
 @main.command("pool")
@@ -27,7 +27,7 @@ from .options import LABELS, TEXTS, InputFormats, format_option
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")
-@format_option()
+@format_option("queries", "corpus", "run")
 @click.option("--out", type=_FILE, required=True,
               help="The pooled pairs with texts: query_id, query, chunk_id, chunk "
                    "(.jsonl, .csv or .parquet) — for annotators, or `labeler label --pairs`.")
@@ -37,9 +37,8 @@ def pool_command(queries_path: Path, corpus_path: Path, run_paths: tuple[str, ..
     from .. import io
     from ..pooling import pool_files
 
-    with InputFormats(fmt, {"queries": TEXTS, "corpus": TEXTS, "run": LABELS},
-                      {"queries": queries_path, "corpus": corpus_path,
-                       "run": list(run_paths)}) as formats:
+    with InputFormats(fmt, {"queries": queries_path, "corpus": corpus_path,
+                            "run": list(run_paths)}) as formats:
         pairs = pool_files(queries_path, corpus_path, list(run_paths), depth=depth,
                            fmt=formats["run"], queries_fmt=formats["queries"],
                            corpus_fmt=formats["corpus"])

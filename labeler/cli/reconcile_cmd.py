@@ -17,7 +17,7 @@ import click
 
 from ..errors import ConfigError
 from . import main
-from .options import LABELS, PAIRS, TEXTS, InputFormats, format_option, read_side
+from .options import InputFormats, format_option, read_side
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
@@ -53,7 +53,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
               help="Chunk texts for the audit (instead of --pairs), with --queries.")
 @click.option("--grade-map-llm", help="Map raw LLM grades, e.g. '4=3,5=3'.")
 @click.option("--grade-map-human", help="Map raw human grades, e.g. '-1=0'.")
-@format_option()
+@format_option("llm", "human", "pairs", "queries", "corpus")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for the bootstrap and the calibration folds.")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
@@ -86,8 +86,8 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
     if do_calibrate and calibration_in:
         raise ConfigError("use either --calibrate (fit a new calibration) or --calibration-in "
                           "(apply a saved one), not both")
-    formats = _formats(fmt, {"llm": llm_path, "human": human_path, "pairs": pairs_path,
-                             "queries": queries_path, "corpus": corpus_path})
+    formats = InputFormats(fmt, {"llm": llm_path, "human": human_path, "pairs": pairs_path,
+                                 "queries": queries_path, "corpus": corpus_path})
     with formats:
         llm = read_side(read_llm, llm_path, grade_map_llm, "--grade-map-llm", formats["llm"])
         human = read_side(read_human, human_path, grade_map_human, "--grade-map-human",
@@ -135,13 +135,6 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
     if data["merged"].get("failed"):
         click.echo(f"labeler: warning: {data['merged']['failed']} pair(s) have neither a human "
                    "grade nor a usable LLM grade (status failed in the merged labels)", err=True)
-
-
-def _formats(fmt: tuple[str, ...], paths: dict[str, Any]) -> InputFormats:
-    """The formats ``--format`` forces on the inputs of ``reconcile`` or ``sample``."""
-    kinds = {"llm": LABELS, "labels": LABELS, "human": LABELS, "pairs": PAIRS,
-             "queries": TEXTS, "corpus": TEXTS}
-    return InputFormats(fmt, {name: kinds[name] for name in paths}, paths)
 
 
 def _texts(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path | None,
@@ -198,7 +191,7 @@ def _counts_text(merged: dict[str, Any]) -> str:
               help="Query texts (instead of --pairs), with --corpus.")
 @click.option("--corpus", "corpus_path", type=_FILE,
               help="Chunk texts (instead of --pairs), with --queries.")
-@format_option()
+@format_option("labels", "human", "pairs", "queries", "corpus")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--by", default="grade,query_id", show_default=True,
               help="Stratify equally over the first column, spread over the others.")
@@ -218,8 +211,8 @@ def sample_command(labels_path: Path, n: int, unit: str, out: Path, human_path: 
 
     check_outputs({"--labels": labels_path, "--human": human_path, "--pairs": pairs_path,
                    "--queries": queries_path, "--corpus": corpus_path}, {"--out": out})
-    formats = _formats(fmt, {"labels": labels_path, "human": human_path, "pairs": pairs_path,
-                             "queries": queries_path, "corpus": corpus_path})
+    formats = InputFormats(fmt, {"labels": labels_path, "human": human_path, "pairs": pairs_path,
+                                 "queries": queries_path, "corpus": corpus_path})
     with formats:
         labels = read_llm(labels_path, fmt=formats["labels"])
         texts = _texts(pairs_path, queries_path, corpus_path, labels, formats)

@@ -17,7 +17,7 @@ import click
 
 from ..schema import GAINS, IDEALS
 from . import main
-from .options import LABELS, InputFormats, format_option
+from .options import InputFormats, format_option
 
 if TYPE_CHECKING:
     from ..scoring import ScoreResult
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
               help="IDCG from every judged chunk (qrels, trec_eval) or the run's list re-sorted.")
 @click.option("--include-empty", is_flag=True,
               help="Count judged queries with no relevant chunk (trec_eval's mean).")
-@format_option()
+@format_option("qrels", "run")
 @click.option("--grade-map", default=None,
               help='Map raw grades of the qrels before scoring, e.g. "-1=0,4=3".')
 @click.option("--per-query", is_flag=True,
@@ -74,8 +74,7 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
                   {"--out": out})
     if as_json and as_trec:
         raise ConfigError("give --json or --trec, not both")
-    formats = InputFormats(fmt, {"qrels": LABELS, "run": LABELS},
-                           {"qrels": qrels, "run": list(runs)})
+    formats = InputFormats(fmt, {"qrels": qrels, "run": list(runs)})
     with formats:
         result = evaluate_files(qrels, list(runs), k=list(ks) or [10], gain=gain,
                                 ideal=ideal, include_empty=include_empty,
