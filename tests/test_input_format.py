@@ -242,7 +242,7 @@ qrels = "{human}"
                                                 'format = "trec"'))
     assert code == 0, err
     assert got.splitlines()[0] == want.splitlines()[0]   # the same pairs, queries, runs, labels
-    assert "30 pairs" in got
+    assert "30 pairs" in got and "1802 human labels" in got
     code, _, err = _cli("run", "--check", job(kit / "queries", DATA / "human.qrels",
                                               'format = {runs = "tsv"}'))
     _refused(code, err, "job.toml: inputs: ", "runs cannot be tsv")
