@@ -202,10 +202,12 @@ def test_a_txt_table_is_read_by_its_content(kit: Path) -> None:
     ("xml", "--format xml: unknown format 'xml'"),
     ("judgements=trec", "no input here is called 'judgements' (inputs: qrels, run)"),
     ("run=tsv", "--format run=tsv: --run cannot be tsv"),
+    ("run=csv --format run=trec", "--run is given two formats (run=csv, run=trec)"),
+    ("csv --format trec", "give one FORMAT for every input, or INPUT=FORMAT for each input"),
 ])
 def test_a_bad_format_value_is_refused_before_reading(value: str, message: str) -> None:
     code, _, err = _cli("score", "--qrels", DATA / "human.qrels", "--run", RUN,
-                        "--format", value)
+                        "--format", *value.split())
     _refused(code, err, "--format", message)
 
 

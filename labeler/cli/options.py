@@ -193,6 +193,9 @@ class InputFormats:
             if fmt not in kinds[name]:
                 raise ConfigError(f"{flag} {value}: --{name} cannot be {fmt} (use "
                                   f"{', '.join(kinds[name])})")
+            if forced.get(name, fmt) != fmt:
+                raise ConfigError(f"{flag}: --{name} is given two formats ({said[name]}, "
+                                  f"{value})")
             forced[name], said[name] = fmt, value
         if len(bare) > 1:
             raise ConfigError(f"{flag}: give one FORMAT for every input, or INPUT=FORMAT for "
