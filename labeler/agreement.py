@@ -41,24 +41,27 @@ _LABELS = list(GRADES)
 
 # --------------------------------------------------------------------------- inputs
 
-def read_llm(obj: LabelsLike, grade_map: io.GradeMap = None) -> pd.DataFrame:
+def read_llm(obj: LabelsLike, grade_map: io.GradeMap = None, *, fmt: str | None = None
+             ) -> pd.DataFrame:
     """LLM label records from a path (records or any qrels form) or a DataFrame.
 
     Returns at least ``query_id, chunk_id, grade`` (nullable Int64) and ``status``; a pair
     given twice keeps its ``ok`` label (two different ``ok`` grades are an error).
-    ``df.attrs["path"]`` names the source for error messages.
+    ``df.attrs["path"]`` names the source for error messages; ``fmt`` forces a file's format.
 
     Usage: ``llm = read_llm("labels.jsonl", grade_map={"4": 3})``
     """
-    df = io.as_labels(obj, grade_map=grade_map)
+    df = io.as_labels(obj, grade_map=grade_map, fmt=fmt)
     name = str(df.attrs.get("path", "<LLM labels>"))
     df = _one_label_per_pair(df, name)
     df.attrs["path"] = name
     return df
 
 
-def read_human(obj: QrelsLike, grade_map: io.GradeMap = None) -> pd.DataFrame:
-    """Human qrels (``query_id, chunk_id, grade``) from a path, a DataFrame or a dict.
+def read_human(obj: QrelsLike, grade_map: io.GradeMap = None, *, fmt: str | None = None
+               ) -> pd.DataFrame:
+    """Human qrels (``query_id, chunk_id, grade``) from a path, a DataFrame or a dict; ``fmt``
+    forces a file's format.
 
     Usage: ``human = read_human("human.qrels")``
     """
@@ -68,7 +71,7 @@ def read_human(obj: QrelsLike, grade_map: io.GradeMap = None) -> pd.DataFrame:
         name = str(obj.attrs.get("path", "<human qrels DataFrame>"))
     else:
         name = "<human qrels dict>"
-    df = io.as_qrels(obj, grade_map=grade_map)
+    df = io.as_qrels(obj, grade_map=grade_map, fmt=fmt)
     df.attrs["path"] = name
     return df
 

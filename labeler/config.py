@@ -43,11 +43,17 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+InputFormat = Literal["csv", "jsonl", "parquet", "tsv", "trec"]
+_FITS = {"pairs": ("csv", "jsonl", "parquet"), "queries": ("csv", "jsonl", "parquet", "tsv"),
+         "corpus": ("csv", "jsonl", "parquet", "tsv"), "runs": ("csv", "jsonl", "parquet", "trec")}
+
+
 class InputsConfig(_Section):
     """What to label: a pairs file, or queries + corpus + runs pooled to ``depth``.
 
     ``runs`` (paths, glob patterns or ``NAME=PATH``) are also what gets scored; they may
-    accompany ``pairs``.
+    accompany ``pairs``. ``format`` forces a file's format where its extension and content do
+    not say (``{queries = "tsv"}``).
     """
 
     pairs: Path | None = None
@@ -55,6 +61,8 @@ class InputsConfig(_Section):
     corpus: Path | None = None
     runs: list[str] = Field(default_factory=list)
     depth: int = Field(default=10, gt=0, description="pool the top `depth` of each run")
+    format: dict[Literal["pairs", "queries", "corpus", "runs"], InputFormat] = Field(
+        default_factory=dict, description='force an input\'s format, e.g. {queries = "tsv"}')
 
     @field_validator("runs", mode="before")
     @classmethod
@@ -63,6 +71,10 @@ class InputsConfig(_Section):
 
     @model_validator(mode="after")
     def _pairs_or_pool(self) -> InputsConfig:
+        for name, fmt in self.format.items():
+            if fmt not in _FITS[name]:
+                raise ValueError(f"format: {name} cannot be {fmt} (use "
+                                 f"{', '.join(_FITS[name])})")
         pooling = [name for name in ("queries", "corpus") if getattr(self, name) is not None]
         if self.pairs is not None and pooling:
             raise ValueError("give either `pairs` or `queries` + `corpus` + `runs`, not both")
@@ -80,6 +92,8 @@ class HumanConfig(_Section):
     """An optional human sample: agreement, merged labels, human-vs-LLM comparison."""
 
     qrels: Path
+    format: Literal["csv", "jsonl", "parquet", "trec"] | None = Field(
+        default=None, description="force the qrels file's format")
     calibrate: bool = False
     calibration_method: Literal["thresholds", "distribution", "ordinal", "isotonic"] = (
         "thresholds")

@@ -112,10 +112,10 @@ def _stage(name: str, timings: dict[str, float]) -> Iterator[None]:
 
 def load_inputs(cfg: Config) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The pairs to label and the runs to score (None without runs)."""
-    inputs = cfg.inputs
-    runs = io.read_runs(inputs.runs) if inputs.runs else None
+    inputs, fmt = cfg.inputs, cfg.inputs.format.get
+    runs = io.read_runs(inputs.runs, fmt("runs")) if inputs.runs else None
     if inputs.pairs is not None:
-        return io.read_pairs(inputs.pairs), runs
+        return io.read_pairs(inputs.pairs, fmt("pairs")), runs
     from .pooling import pool_pairs
 
     if inputs.queries is None or inputs.corpus is None or runs is None:  # config forbids it
@@ -123,7 +123,8 @@ def load_inputs(cfg: Config) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     first_rows = runs.drop_duplicates("system")["system"].tolist()  # one tag per file, in order
     paths = (dict(zip(first_rows, (str(io.parse_run_arg(r)[1]) for r in inputs.runs)))
              if len(first_rows) == len(inputs.runs) else None)
-    pairs = pool_pairs(io.read_queries(inputs.queries), io.read_corpus(inputs.corpus), runs,
+    pairs = pool_pairs(io.read_queries(inputs.queries, fmt("queries")),
+                       io.read_corpus(inputs.corpus, fmt("corpus")), runs,
                        inputs.depth, run_paths=paths)
     return pairs, runs
 
@@ -255,7 +256,7 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
 
     with _stage("load", timings):
         pairs, runs = load_inputs(cfg)
-        human = (io.read_qrels(cfg.human.qrels,
+        human = (io.read_qrels(cfg.human.qrels, cfg.human.format,
                                grade_map=io.parse_grade_map(cfg.human.grade_map))
                  if cfg.human is not None else None)  # read before any paid call
         log.info("%d pairs over %d queries; %d runs", len(pairs), pairs["query_id"].nunique(),

@@ -97,10 +97,12 @@ def pool(queries: Any, corpus: Any, runs: Any, *, depth: int = 10) -> pd.DataFra
 
 
 def pool_files(queries: str | os.PathLike[str], corpus: str | os.PathLike[str],
-               runs: Sequence[RunSpec], *, depth: int, fmt: str | None = None
+               runs: Sequence[RunSpec], *, depth: int, fmt: str | None = None,
+               queries_fmt: str | None = None, corpus_fmt: str | None = None
                ) -> pd.DataFrame:
     """:func:`pool_pairs` on files, as ``labeler pool`` and ``labeler label`` read them: each
-    run is ``PATH`` or ``NAME=PATH`` (named runs); an error names the run's file.
+    run is ``PATH`` or ``NAME=PATH`` (named runs); an error names the run's file. ``fmt``
+    forces the runs' format, ``queries_fmt``/``corpus_fmt`` that of the texts.
 
     Usage: ``pairs = pool_files("q.tsv", "corpus.jsonl", ["bm25=a.run", "b.run"], depth=10)``
     """
@@ -117,14 +119,16 @@ def pool_files(queries: str | os.PathLike[str], corpus: str | os.PathLike[str],
                                  f"run as NAME=PATH, e.g. other={path}", path=path)
             paths[str(tag)] = str(path)
         frames.append(frame)
-    return pool_pairs(io.read_queries(queries), io.read_corpus(corpus),
+    return pool_pairs(io.read_queries(queries, queries_fmt), io.read_corpus(corpus, corpus_fmt),
                       pd.concat(frames, ignore_index=True), depth, run_paths=paths)
 
 
-def with_texts(keys: pd.DataFrame, queries: Any = None, corpus: Any = None) -> pd.DataFrame:
+def with_texts(keys: pd.DataFrame, queries: Any = None, corpus: Any = None, *,
+               queries_fmt: str | None = None, corpus_fmt: str | None = None) -> pd.DataFrame:
     """``keys`` (``query_id, chunk_id``, other columns kept) with ``query``/``chunk`` texts
-    from ``queries``/``corpus`` (paths or frames); an id either lacks is an InputError that
-    counts them, so that no sheet goes out with holes.
+    from ``queries``/``corpus`` (paths or frames; ``queries_fmt``/``corpus_fmt`` force a
+    file's format); an id either lacks is an InputError that counts them, so that no sheet
+    goes out with holes.
 
     Usage: ``sheet = with_texts(sample, "queries.tsv", "corpus.jsonl")``
     """
@@ -133,7 +137,8 @@ def with_texts(keys: pd.DataFrame, queries: Any = None, corpus: Any = None) -> p
                                            (corpus, "chunk_id", "chunk", "corpus")):
         if source is None:
             continue
-        table = io.as_queries(source) if what == "queries" else io.as_corpus(source)
+        table = (io.as_queries(source, fmt=queries_fmt) if what == "queries"
+                 else io.as_corpus(source, fmt=corpus_fmt))
         texts = dict(zip(table[id_col].astype(str), table[text_col].astype(str)))
         ids = out[id_col].astype(str)
         missing = sorted(set(ids) - texts.keys())

@@ -105,7 +105,8 @@ def check_config(cfg: Config) -> CheckReport:
     from .prompts import load_prompt
 
     pairs, runs = load_inputs(cfg)
-    human = (io.read_qrels(cfg.human.qrels, grade_map=io.parse_grade_map(cfg.human.grade_map))
+    human = (io.read_qrels(cfg.human.qrels, cfg.human.format,
+                           grade_map=io.parse_grade_map(cfg.human.grade_map))
              if cfg.human is not None else None)
     _check_ppi(cfg, pairs, human)
     if cfg.judge.model not in LEXICAL_NAMES:

@@ -298,18 +298,18 @@ def evaluate_files(qrels: str | os.PathLike[str],
                    include_empty: bool = False, fmt: str | None = None,
                    grade_map: Mapping[str, int] | None = None,
                    measures: Sequence[str | Measure] = (), complete: bool = False,
-                   run_fmt: str | None = None) -> ScoreResult:
+                   run_fmt: str | None = None, qrels_fmt: str | None = None) -> ScoreResult:
     """:func:`evaluate` on files (what ``labeler score`` runs): one qrels file, run files.
 
     A run is ``PATH``, ``"NAME=PATH"`` or ``(NAME, PATH)``; it is named NAME, else by its
     TREC tag, else its ``system`` column, else its file's stem. ``fmt`` forces the format
-    of every file, ``run_fmt`` that of the runs.
+    of every file, ``run_fmt`` that of the runs, ``qrels_fmt`` that of the qrels.
 
     Usage: ``scoring.evaluate_files("human.qrels", ["bm25=a.run", "dense.run"], k=[5, 10])``
     """
     ks, gain, ideal = _check_options(k, gain, ideal)
     wanted = parse_measures(measures)
-    q = io.read_qrels(qrels, fmt, grade_map, any_grade=True)
+    q = io.read_qrels(qrels, qrels_fmt or fmt, grade_map, any_grade=True)
     r = io.read_runs(list(runs), run_fmt or fmt)
     out = kernel(_run_arrays(r), _qrels_arrays(q), ks, gain, ideal, depth=_depth(wanted))
     return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete))

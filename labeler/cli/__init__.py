@@ -97,13 +97,17 @@ def main(debug: bool) -> None:
 def _as_flags(ctx: click.Context, exc: LabelerError) -> str:
     """The error's text with every setting it names (`` `max_tokens` ``) written as the
     invoked command's flag (``--max-tokens``); a setting the command has no flag for keeps
-    its name."""
+    its name (the hint to give a format is left out where no flag forces one)."""
     text = str(exc)
     sub = ctx.invoked_subcommand
     command = (ctx.command.get_command(ctx, sub)
                if sub and isinstance(ctx.command, click.Group) else None)
     flags = {p.name: p.opts[0] for p in (command.params if command else [])
              if isinstance(p, click.Option) and p.name}
+    if "fmt" not in flags:  # no flag to force a format: the extension is the user's way
+        from ..io._base import FORMAT_HINT
+
+        text = text.replace(FORMAT_HINT, "")
     return re.sub(r"`([a-z_]+)`", lambda m: flags.get(m.group(1), m.group(1)), text)
 
 

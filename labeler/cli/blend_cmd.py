@@ -13,6 +13,7 @@ import click
 
 from . import main
 from .judges_cmd import read_label_sets
+from .options import InputFormats, format_option
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
@@ -27,8 +28,9 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
               help="Blended label records: .jsonl, .csv or .parquet (`source` names the sets).")
 @click.option("--qrels-out", type=_FILE, help="Also write the blended labels as TREC qrels.")
 @click.option("--grade-map-llm", metavar="MAP", help="Map raw LLM grades, e.g. '5=3'.")
+@format_option("llm")
 def blend_cmd(llm_specs: tuple[str, ...], method: str, out: Path, qrels_out: Path | None,
-              grade_map_llm: str | None) -> None:
+              grade_map_llm: str | None, fmt: tuple[str, ...]) -> None:
     """One label set from several judges; a pair one set lacks is decided by the others."""
     from .. import io
     from ..blend import blend
@@ -36,9 +38,11 @@ def blend_cmd(llm_specs: tuple[str, ...], method: str, out: Path, qrels_out: Pat
     from ..leaderboard import named_sets
     from ..schema import STATUS, STATUS_OK
 
-    check_outputs({"--llm": list(named_sets(list(llm_specs)).values())},
-                  {"--out": out, "--qrels-out": qrels_out})
-    records = blend(read_label_sets(llm_specs, grade_map_llm), method=method)  # type: ignore[arg-type]
+    llm_paths = list(named_sets(list(llm_specs)).values())
+    check_outputs({"--llm": llm_paths}, {"--out": out, "--qrels-out": qrels_out})
+    with InputFormats(fmt, {"llm": llm_paths}) as formats:
+        sets = read_label_sets(llm_specs, grade_map_llm, formats["llm"])
+    records = blend(sets, method=method)  # type: ignore[arg-type]
     io.write_labels(records, out)
     if qrels_out is not None:
         io.write_qrels(records, qrels_out)

@@ -13,7 +13,7 @@ import click
 
 from ..schema import GAINS
 from . import main
-from .options import echo_result, read_side
+from .options import InputFormats, echo_result, format_option, read_side
 
 DEFAULT_TITLE = "Human vs LLM labels"
 
@@ -32,9 +32,7 @@ DEFAULT_TITLE = "Human vs LLM labels"
 @click.option("--measure", default=None, metavar="M",
               help="Compare by this measure instead of NDCG@k, named as ir_measures writes "
                    "it: nDCG@k, P@k, R@k, RR, AP, AP@k, Judged@k, P(rel=2)@10 ...")
-@click.option("--format", "fmt", default=None,
-              help="Format of the label and run files (csv, jsonl, parquet, tsv, trec) when "
-                   "neither the extension nor the content says.")
+@format_option("human", "llm", "run", "queries")
 @click.option("--gain", type=click.Choice(GAINS), default="linear",
               show_default=True, help="Gain of a grade: rel, or 2^rel − 1.")
 @click.option("--include-empty", is_flag=True,
@@ -71,7 +69,7 @@ DEFAULT_TITLE = "Human vs LLM labels"
                    "queries (`labeler sample --unit query`), the LLM labels every query; each "
                    "mean and difference is the LLM one corrected by the sample.")
 def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
-                ks: tuple[int, ...], measure: str | None, fmt: str | None, gain: str,
+                ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: str,
                 include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,
                 queries_path: str | None, top: int, as_json: bool, report_dir: str | None,
                 agreement_path: str | None, title: str, test: str, permutations: int,
@@ -96,13 +94,17 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                           "scores several k at once)")
     k = ks[0] if ks else 10
 
-    def qrels(path: str, grade_map: object = None) -> object:   # any integer grade scores
+    def qrels(path: str, grade_map: object = None, fmt: str | None = None) -> object:
         return io.read_qrels(path, fmt, grade_map, any_grade=True)  # type: ignore[arg-type]
 
-    human = read_side(qrels, human_path, grade_map_human, "--grade-map-human")
-    llm = read_side(qrels, llm_path, grade_map_llm, "--grade-map-llm")
-    runs = io.read_runs(list(run_paths), fmt)
-    queries = io.read_queries(queries_path) if queries_path else None
+    formats = InputFormats(fmt, {"human": human_path, "llm": llm_path, "run": list(run_paths),
+                                 "queries": queries_path})
+    with formats:   # any integer grade scores
+        human = read_side(qrels, human_path, grade_map_human, "--grade-map-human",
+                          formats["human"])
+        llm = read_side(qrels, llm_path, grade_map_llm, "--grade-map-llm", formats["llm"])
+        runs = io.read_runs(list(run_paths), formats["run"])
+        queries = io.read_queries(queries_path, formats["queries"]) if queries_path else None
     agreement = load_agreement(agreement_path) if agreement_path else None
     options = StatsOptions(test=test, alpha=alpha, permutations=permutations, seed=seed,
                            ppi=ppi)
@@ -112,7 +114,7 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
     echo_result(result, as_json)
     if report_dir:
         from ..provenance import judge_summary
-        judge = judge_summary(io.read_labels(llm_path, fmt, any_grade=True),  # as compared
+        judge = judge_summary(io.read_labels(llm_path, formats["llm"], any_grade=True),
                               source=llm_path)
         paths = write_report(result, report_dir, agreement=agreement, title=title, judge=judge)
         click.echo(str(paths["html"]), err=as_json)

@@ -13,14 +13,17 @@ from typing import Any
 import click
 
 from . import main
-from .options import echo_result, read_side
+from .options import InputFormats, echo_result, format_option, read_side
 
-def read_label_sets(specs: tuple[str, ...], grade_map: str | None) -> dict[str, Any]:
-    """``[NAME=]PATH`` specs → {name: label records}, each read with ``--grade-map-llm``."""
+
+def read_label_sets(specs: tuple[str, ...], grade_map: str | None, fmt: str | None = None
+                    ) -> dict[str, Any]:
+    """``[NAME=]PATH`` specs → {name: label records}, each read with ``--grade-map-llm`` (and
+    the format ``fmt`` forces)."""
     from ..agreement import read_llm
     from ..leaderboard import named_sets
 
-    return {name: read_side(read_llm, path, grade_map, "--grade-map-llm")
+    return {name: read_side(read_llm, path, grade_map, "--grade-map-llm", fmt)
             for name, path in named_sets(list(specs)).items()}
 
 
@@ -37,6 +40,7 @@ def read_label_sets(specs: tuple[str, ...], grade_map: str | None) -> dict[str, 
               help="Cut-off of the NDCG@k that orders the runs.")
 @click.option("--grade-map-human", metavar="MAP", help="Map raw human grades, e.g. '-1=0'.")
 @click.option("--grade-map-llm", metavar="MAP", help="Map raw LLM grades, e.g. '5=3'.")
+@format_option("human", "llm", "run")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=200, show_default=True,
               help="Bootstrap resamples for each judge's 95% CIs (0: none).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
@@ -47,7 +51,8 @@ def read_label_sets(specs: tuple[str, ...], grade_map: str | None) -> dict[str, 
 @click.option("--report", "report_dir", metavar="DIR",
               help="Write report.json, report.md and report.html into DIR.")
 def judges_cmd(human_path: str, llm_specs: tuple[str, ...], run_paths: tuple[str, ...], k: int,
-               grade_map_human: str | None, grade_map_llm: str | None, bootstrap: int,
+               grade_map_human: str | None, grade_map_llm: str | None,
+               fmt: tuple[str, ...], bootstrap: int,
                seed: int, top: int, as_json: bool, report_dir: str | None) -> None:
     """Several judges' labels against the same human labels, ranked by Krippendorff's alpha.
 
@@ -62,9 +67,14 @@ def judges_cmd(human_path: str, llm_specs: tuple[str, ...], run_paths: tuple[str
     check_outputs({"--human": human_path, "--llm": list(named_sets(list(llm_specs)).values()),
                    "--run": list(run_paths)}, dirs={"--report": report_dir})
 
-    human = read_side(read_human, human_path, grade_map_human, "--grade-map-human")
-    sets = read_label_sets(llm_specs, grade_map_llm)
-    runs = io.read_runs(list(run_paths)) if run_paths else None
+    llm_paths = list(named_sets(list(llm_specs)).values())
+    formats = InputFormats(fmt, {"human": human_path, "llm": llm_paths,
+                                 "run": list(run_paths)})
+    with formats:
+        human = read_side(read_human, human_path, grade_map_human, "--grade-map-human",
+                          formats["human"])
+        sets = read_label_sets(llm_specs, grade_map_llm, formats["llm"])
+        runs = io.read_runs(list(run_paths), formats["run"]) if run_paths else None
     board = leaderboard(human=human, llm=sets, runs=runs, k=k, bootstrap=bootstrap, seed=seed,
                         top=top)
     echo_result(board, as_json)

@@ -18,7 +18,7 @@ import click
 
 from ..errors import ConfigError, InputError
 from . import _as_flags, main
-from .options import judge_options, judge_settings
+from .options import InputFormats, format_option, judge_options, judge_settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,6 +39,7 @@ _OUT_FORMATS = ("jsonl", "csv", "parquet")
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")
+@format_option("pairs", "queries", "corpus", "run", flag="--input-format")
 @judge_options()
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Cache directory [env LABELER_CACHE_DIR; default ~/.cache/labeler].")
@@ -54,7 +55,7 @@ _OUT_FORMATS = ("jsonl", "csv", "parquet")
                    'optional "batch_input"/"batch_output" (else half, with --batch).')
 def label_command(pairs_path: Path | None, queries_path: Path | None,
                   corpus_path: Path | None, run_paths: tuple[str, ...], depth: int,
-                  cache_dir: Path | None, no_cache: bool, out: Path | None,
+                  fmt: tuple[str, ...], cache_dir: Path | None, no_cache: bool, out: Path | None,
                   out_format: str | None,
                   qrels_out: Path | None, prices: Path | None, **options: Any) -> None:
     """Judge (query, chunk) pairs 0-3 with an LLM; one label record per pair.
@@ -73,26 +74,31 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
     settings = judge_settings(options)
     if out is None and not settings.get("batch_file_out"):
         raise ConfigError("Missing option '--out' (where the label records go)")
-    fmt = (out_format or _out_format(out)) if out is not None else "jsonl"
-    failed_out = _failed_path(out) if out is not None and fmt == "trec" else None
+    out_fmt = (out_format or _out_format(out)) if out is not None else "jsonl"
+    failed_out = _failed_path(out) if out is not None and out_fmt == "trec" else None
     check_outputs({"--pairs": pairs_path, "--queries": queries_path, "--corpus": corpus_path,
                    "--run": [parse_run_arg(r)[1] for r in run_paths], "--prices": prices,
                    "--batch-file-in": settings.get("batch_file_in")},
                   {"--out": out, "--qrels-out": qrels_out, "the failed pairs' file": failed_out,
                    "--batch-file-out": settings.get("batch_file_out")},
                   dirs={"--cache-dir": cache_dir})
-    pairs = _read_input(pairs_path, queries_path, corpus_path, run_paths, depth)
-    try:
-        result = label(pairs, cache_dir=cache_dir, no_cache=no_cache,
-                       prices=load_prices(prices) if prices else None,
-                       batch_prices=load_batch_prices(prices) if prices else None, **settings)
-    except (BatchFileWritten, BatchNotReady) as exc:
-        ctx = click.get_current_context()
-        click.echo(f"labeler: {_as_flags(ctx.find_root(), exc)}", err=True)
-        ctx.exit(exc.exit_code)
+    paths = {"pairs": pairs_path, "queries": queries_path, "corpus": corpus_path,
+             "run": list(run_paths)}
+    formats = InputFormats(fmt, paths, flag="--input-format")
+    with formats:   # also for the few-shot examples: a hint to force theirs is left out
+        pairs = _read_input(pairs_path, queries_path, corpus_path, run_paths, depth, formats)
+        try:
+            result = label(pairs, cache_dir=cache_dir, no_cache=no_cache,
+                           prices=load_prices(prices) if prices else None,
+                           batch_prices=load_batch_prices(prices) if prices else None,
+                           **settings)
+        except (BatchFileWritten, BatchNotReady) as exc:
+            ctx = click.get_current_context()
+            click.echo(f"labeler: {_as_flags(ctx.find_root(), exc)}", err=True)
+            ctx.exit(exc.exit_code)
     if out is None:  # unreachable (--batch-file-out stops above); narrows the type for mypy
         raise ConfigError("Missing option '--out' (where the label records go)")
-    io.write_labels(result.records, out, fmt)
+    io.write_labels(result.records, out, out_fmt)
     if qrels_out is not None:
         io.write_qrels(result.records, qrels_out)
     where = "in 'error'"
@@ -130,7 +136,8 @@ def _out_format(out: Path) -> str:
 
 
 def _read_input(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path | None,
-                run_paths: tuple[str, ...], depth: int) -> pd.DataFrame:
+                run_paths: tuple[str, ...], depth: int, formats: InputFormats
+                ) -> pd.DataFrame:
     from .. import io
     from ..pooling import pool_files
 
@@ -138,8 +145,10 @@ def _read_input(pairs_path: Path | None, queries_path: Path | None, corpus_path:
     if pairs_path is not None:
         if pooled:
             raise ConfigError("give either --pairs, or --queries --corpus --run, not both")
-        return io.read_pairs(pairs_path)
+        return io.read_pairs(pairs_path, formats["pairs"])
     if not (queries_path and corpus_path and run_paths):
         raise ConfigError("give --pairs FILE, or --queries FILE --corpus FILE --run FILE "
                           "[--run FILE ...] --depth K to pool the pairs from runs")
-    return pool_files(queries_path, corpus_path, list(run_paths), depth=depth)
+    return pool_files(queries_path, corpus_path, list(run_paths), depth=depth,
+                      fmt=formats["run"], queries_fmt=formats["queries"],
+                      corpus_fmt=formats["corpus"])

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 import click
 from annotated_types import Ge, Gt, Le
 
 
-__all__ = ["echo_result", "flag_of", "judge_options", "judge_settings", "read_side"]
+__all__ = ["InputFormats", "echo_result", "flag_of", "format_option", "judge_options",
+           "judge_settings", "read_side"]
 
 
 def flag_of(setting: str) -> str:
@@ -100,14 +102,15 @@ def judge_settings(params: dict[str, Any]) -> dict[str, Any]:
             if name in JudgeConfig.model_fields and params[name] is not None}
 
 
-def read_side(reader: Callable[..., Any], path: Any, grade_map: str | None, flag: str) -> Any:
-    """Read one label set with its ``--grade-map-*`` flag; a grade error's hint names that
-    flag (the library's hint names the generic `grade_map` setting)."""
+def read_side(reader: Callable[..., Any], path: Any, grade_map: str | None, flag: str,
+              fmt: str | None = None) -> Any:
+    """Read one label set with its ``--grade-map-*`` flag (and a forced format); a grade
+    error's hint names that flag (the library's hint names the generic `grade_map` setting)."""
     from .. import io
     from ..errors import InputError
 
     try:
-        return reader(path, grade_map=io.parse_grade_map(grade_map))
+        return reader(path, grade_map=io.parse_grade_map(grade_map), fmt=fmt)
     except InputError as exc:
         if "`grade_map`" not in exc.message:
             raise
@@ -123,3 +126,122 @@ def echo_result(result: Any, as_json: bool) -> None:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, allow_nan=False))
     else:
         click.echo(result.to_text(), nl=False)
+
+
+# --------------------------------------------------------------------------- input formats
+
+FORMATS = ("csv", "jsonl", "parquet", "tsv", "trec")
+_TEXTS = ("csv", "jsonl", "parquet", "tsv")
+_LABELS = ("csv", "jsonl", "parquet", "trec")
+KINDS: dict[str, tuple[str, ...]] = {
+    "pairs": ("csv", "jsonl", "parquet"), "queries": _TEXTS, "corpus": _TEXTS,
+    "qrels": _LABELS, "human": _LABELS, "llm": _LABELS, "labels": _LABELS, "run": _LABELS,
+}
+"""The formats each input (named by its flag) can be in."""
+
+
+def format_option(*inputs: str, flag: str = "--format"
+                  ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The repeatable ``--format [INPUT=]FORMAT`` option (parameter ``fmt``) of a command
+    whose inputs are ``inputs`` (their flags without dashes)."""
+    return click.option(
+        flag, "fmt", multiple=True, metavar="[INPUT=]FORMAT",
+        help="Format of input files whose extension and content do not say (csv, jsonl, "
+             f"parquet, tsv, trec): INPUT=FORMAT for one input ({', '.join(inputs)}), or "
+             "FORMAT for every input it fits; repeatable.")
+
+
+class InputFormats:
+    """The formats a command's ``--format [INPUT=]FORMAT`` values force, per input.
+
+    ``paths`` maps each input of the command (its flag without dashes: ``human``,
+    ``queries``, ``run`` ...) to its path or paths; a bare FORMAT applies to every input it
+    fits (:data:`KINDS`), ``INPUT=FORMAT`` to one. Used as a context manager, it names
+    ``FLAG INPUT=FORMAT`` in a library error about an unknown format of one of the paths, and
+    says which forcing a forced file's error comes from.
+
+    Usage::
+
+        formats = InputFormats(fmt, {"human": human_path, "run": list(run_paths)})
+        with formats:
+            human = io.read_qrels(human_path, formats["human"])
+    """
+
+    def __init__(self, values: Sequence[str], paths: Mapping[str, Any], *,
+                 flag: str = "--format") -> None:
+        from ..errors import ConfigError
+
+        self.flag = flag
+        self._paths = {name: _path_list(value) for name, value in paths.items()}
+        kinds = {name: KINDS[name] for name in paths}
+        forced: dict[str, str] = {}
+        said: dict[str, str] = {}   # input -> the value that forced it, for messages
+        bare: set[str] = set()
+        for value in values:
+            name, _, fmt = value.rpartition("=")
+            fmt = {"qrels": "trec", "run": "trec"}.get(fmt.strip().lower(), fmt.strip().lower())
+            if fmt not in FORMATS:
+                raise ConfigError(f"{flag} {value}: unknown format {fmt!r} (use "
+                                  f"{', '.join(FORMATS)})")
+            if not name:
+                bare.add(fmt)
+                continue
+            name = name.strip().lstrip("-")
+            if name not in kinds:
+                raise ConfigError(f"{flag} {value}: no input here is called {name!r} (inputs: "
+                                  f"{', '.join(kinds)})")
+            if fmt not in kinds[name]:
+                raise ConfigError(f"{flag} {value}: --{name} cannot be {fmt} (use "
+                                  f"{', '.join(kinds[name])})")
+            if forced.get(name, fmt) != fmt:
+                raise ConfigError(f"{flag}: --{name} is given two formats ({said[name]}, "
+                                  f"{value})")
+            forced[name], said[name] = fmt, value
+        if len(bare) > 1:
+            raise ConfigError(f"{flag}: give one FORMAT for every input, or INPUT=FORMAT for "
+                              f"each input (got {', '.join(sorted(bare))})")
+        for fmt in bare:
+            fits = [name for name, ok in kinds.items() if fmt in ok]
+            if not fits:
+                raise ConfigError(f"{flag} {fmt}: no input of this command can be {fmt}")
+            for name in fits:
+                if name not in forced:
+                    forced[name], said[name] = fmt, fmt
+        self._forced, self._said = forced, said
+
+    def __getitem__(self, name: str) -> str | None:
+        return self._forced.get(name)
+
+    def __enter__(self) -> InputFormats:
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        from ..errors import InputError
+
+        if not isinstance(exc, InputError) or exc.path is None:
+            return
+        at = str(Path(exc.path))
+        name = next((n for n, ps in self._paths.items() if at in ps), None)
+        if name is None:   # a file the flag does not reach (few-shot examples): no hint
+            from ..io._base import FORMAT_HINT
+
+            if FORMAT_HINT in exc.message:
+                raise InputError(exc.message.replace(FORMAT_HINT, ""), path=exc.path,
+                                 line=exc.line, row=exc.row) from None
+            return
+        message = exc.message.replace("`fmt`", f"{self.flag} {name}=FORMAT")
+        if name in self._forced:   # say why it was read so, in case the forcing was wrong
+            message += f" (read as {self._forced[name]}: {self.flag} {self._said[name]})"
+        if message == exc.message:
+            return
+        raise InputError(message, path=exc.path, line=exc.line, row=exc.row) from None
+
+
+def _path_list(value: Any) -> list[str]:
+    """Paths (``NAME=PATH`` run specs resolved) as the strings an error message carries."""
+    from ..io import parse_run_arg
+
+    if value is None:
+        return []
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    return [str(Path(parse_run_arg(v)[1])) for v in values if v is not None]

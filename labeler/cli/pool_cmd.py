@@ -14,6 +14,7 @@ import click
 
 from . import main
 from .label_cmd import _FILE
+from .options import InputFormats, format_option
 
 
 @main.command("pool")
@@ -26,18 +27,20 @@ from .label_cmd import _FILE
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")
-@click.option("--format", "fmt", default=None,
-              help="Format of the run files (csv, jsonl, parquet, tsv, trec) when neither the "
-                   "extension nor the content says.")
+@format_option("queries", "corpus", "run")
 @click.option("--out", type=_FILE, required=True,
               help="The pooled pairs with texts: query_id, query, chunk_id, chunk "
                    "(.jsonl, .csv or .parquet) — for annotators, or `labeler label --pairs`.")
 def pool_command(queries_path: Path, corpus_path: Path, run_paths: tuple[str, ...],
-                 depth: int, fmt: str | None, out: Path) -> None:
+                 depth: int, fmt: tuple[str, ...], out: Path) -> None:
     """Pool the top K of each run per query into pairs with texts (how TREC builds pools)."""
     from .. import io
     from ..pooling import pool_files
 
-    pairs = pool_files(queries_path, corpus_path, list(run_paths), depth=depth, fmt=fmt)
+    with InputFormats(fmt, {"queries": queries_path, "corpus": corpus_path,
+                            "run": list(run_paths)}) as formats:
+        pairs = pool_files(queries_path, corpus_path, list(run_paths), depth=depth,
+                           fmt=formats["run"], queries_fmt=formats["queries"],
+                           corpus_fmt=formats["corpus"])
     io.write_table(pairs, out)
     click.echo(f"{len(pairs)} pairs over {pairs['query_id'].nunique()} queries -> {out}")

@@ -17,7 +17,7 @@ import click
 
 from ..errors import ConfigError
 from . import main
-from .options import read_side
+from .options import InputFormats, format_option, read_side
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
@@ -53,6 +53,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
               help="Chunk texts for the audit (instead of --pairs), with --queries.")
 @click.option("--grade-map-llm", help="Map raw LLM grades, e.g. '4=3,5=3'.")
 @click.option("--grade-map-human", help="Map raw human grades, e.g. '-1=0'.")
+@format_option("llm", "human", "pairs", "queries", "corpus")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for the bootstrap and the calibration folds.")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
@@ -65,8 +66,9 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
                       calibration_in: Path | None, calibration_out: Path | None,
                       audit: Path | None, min_gap: int, pairs_path: Path | None,
                       queries_path: Path | None, corpus_path: Path | None,
-                      grade_map_llm: str | None, grade_map_human: str | None, seed: int,
-                      bootstrap: int, bootstrap_unit: str, as_json: bool) -> None:
+                      grade_map_llm: str | None, grade_map_human: str | None,
+                      fmt: tuple[str, ...], seed: int, bootstrap: int, bootstrap_unit: str,
+                      as_json: bool) -> None:
     """How far LLM labels agree with human labels, and the merged label set."""
     from .. import io
     from ..agreement import read_human, read_llm
@@ -75,6 +77,7 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
     from ..reconciliation import reconcile
 
     check_outputs({"--llm": llm_path, "--human": human_path, "--pairs": pairs_path,
+                   "--queries": queries_path, "--corpus": corpus_path,
                    "--calibration-in": calibration_in},
                   {"--out": out, "--report": report, "--qrels-out": qrels_out,
                    "--calibration-out": calibration_out, "--audit": audit})
@@ -83,15 +86,19 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
     if do_calibrate and calibration_in:
         raise ConfigError("use either --calibrate (fit a new calibration) or --calibration-in "
                           "(apply a saved one), not both")
-    llm = read_side(read_llm, llm_path, grade_map_llm, "--grade-map-llm")
-    human = read_side(read_human, human_path, grade_map_human, "--grade-map-human")
-    texts = _texts(pairs_path, queries_path, corpus_path, llm if audit else None)
-    rec = reconcile(llm=llm, human=human,
-                    calibrate=method if do_calibrate else False,  # type: ignore[arg-type]
-                    calibration=Calibration.load(calibration_in) if calibration_in else None,
-                    folds=folds, bootstrap=bootstrap, seed=seed,
-                    unit=bootstrap_unit, audit=audit is not None,  # type: ignore[arg-type]
-                    min_gap=min_gap, pairs=texts)
+    formats = InputFormats(fmt, {"llm": llm_path, "human": human_path, "pairs": pairs_path,
+                                 "queries": queries_path, "corpus": corpus_path})
+    with formats:
+        llm = read_side(read_llm, llm_path, grade_map_llm, "--grade-map-llm", formats["llm"])
+        human = read_side(read_human, human_path, grade_map_human, "--grade-map-human",
+                          formats["human"])
+        texts = _texts(pairs_path, queries_path, corpus_path, llm if audit else None, formats)
+        rec = reconcile(llm=llm, human=human,
+                        calibrate=method if do_calibrate else False,  # type: ignore[arg-type]
+                        calibration=Calibration.load(calibration_in) if calibration_in else None,
+                        folds=folds, bootstrap=bootstrap, seed=seed,
+                        unit=bootstrap_unit, audit=audit is not None,  # type: ignore[arg-type]
+                        min_gap=min_gap, pairs=texts)
     if rec.agreement is None:
         from ..agreement import joined
 
@@ -131,12 +138,16 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
 
 
 def _texts(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path | None,
-           keys: Any) -> Any:
+           keys: Any, formats: InputFormats) -> Any:
     """Where the sheet's texts come from: the pairs file, or queries + corpus joined on the
     pairs in ``keys`` (None: no texts)."""
     if pairs_path is not None and (queries_path or corpus_path):
         raise ConfigError("give the texts as --pairs, or as --queries and --corpus, not both")
     if queries_path is None and corpus_path is None:
+        if pairs_path is not None and keys is not None and formats["pairs"]:
+            from .. import io
+
+            return io.read_pairs(pairs_path, formats["pairs"])
         return pairs_path
     if queries_path is None or corpus_path is None:
         raise ConfigError("--queries and --corpus go together (query and chunk texts)")
@@ -145,7 +156,8 @@ def _texts(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path
     from ..pooling import with_texts
 
     return with_texts(keys[["query_id", "chunk_id"]].drop_duplicates(), queries_path,
-                      corpus_path)
+                      corpus_path, queries_fmt=formats["queries"],
+                      corpus_fmt=formats["corpus"])
 
 
 def _warn_ids_only(sheet: Any) -> None:
@@ -179,6 +191,7 @@ def _counts_text(merged: dict[str, Any]) -> str:
               help="Query texts (instead of --pairs), with --corpus.")
 @click.option("--corpus", "corpus_path", type=_FILE,
               help="Chunk texts (instead of --pairs), with --queries.")
+@format_option("labels", "human", "pairs", "queries", "corpus")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--by", default="grade,query_id", show_default=True,
               help="Stratify equally over the first column, spread over the others.")
@@ -187,27 +200,32 @@ def _counts_text(merged: dict[str, Any]) -> str:
                    "annotators).")
 def sample_command(labels_path: Path, n: int, unit: str, out: Path, human_path: Path | None,
                    pairs_path: Path | None, queries_path: Path | None,
-                   corpus_path: Path | None, seed: int, by: str,
+                   corpus_path: Path | None, fmt: tuple[str, ...], seed: int, by: str,
                    show_llm_grade: bool) -> None:
     """Which pairs a human should label next (stratified by LLM grade and query, or whole
     random queries)."""
     from .. import io
-    from ..agreement import read_llm
+    from ..agreement import read_human, read_llm
     from ..io.guard import check_outputs
     from ..sample import annotation_sheet, propose_sample, sample_queries
 
     check_outputs({"--labels": labels_path, "--human": human_path, "--pairs": pairs_path,
                    "--queries": queries_path, "--corpus": corpus_path}, {"--out": out})
-    labels = read_llm(labels_path)
-    texts = _texts(pairs_path, queries_path, corpus_path, labels)
+    formats = InputFormats(fmt, {"labels": labels_path, "human": human_path, "pairs": pairs_path,
+                                 "queries": queries_path, "corpus": corpus_path})
+    with formats:
+        labels = read_llm(labels_path, fmt=formats["labels"])
+        texts = _texts(pairs_path, queries_path, corpus_path, labels, formats)
+        done = (read_human(human_path, fmt=formats["human"])
+                if human_path is not None else None)
     if unit == "query":
-        drawn = sample_queries(labels, n=n, seed=seed, exclude=human_path, pairs=texts)
+        drawn = sample_queries(labels, n=n, seed=seed, exclude=done, pairs=texts)
         _warn_ids_only(drawn)
         io.write_table(annotation_sheet(drawn, show_llm_grade), out)
         click.echo(f"{len(drawn)} pairs of {drawn['query_id'].nunique()} randomly drawn "
                    f"queries to label -> {out}")
         return
-    picked = propose_sample(labels, n=n, seed=seed, exclude=human_path,
+    picked = propose_sample(labels, n=n, seed=seed, exclude=done,
                             by=[c.strip() for c in by.split(",") if c.strip()],
                             pairs=texts)
     _warn_ids_only(picked)

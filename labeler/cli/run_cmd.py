@@ -20,6 +20,7 @@ from ..errors import DriftError
 from . import _as_flags, main
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..pipeline import RunOutcome
 
 _LEVELS = ("debug", "info", "warning", "error")
@@ -105,6 +106,29 @@ def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> Non
     ctx.exit(outcome.exit_code)
 
 
+@contextlib.contextmanager
+def _format_keys(cfg: Config) -> Iterator[None]:
+    """A library hint to give a file's format names the config key that does it."""
+    from ..errors import InputError
+    from ..io import parse_run_arg
+    from ..io._base import FORMAT_HINT
+
+    keys = {str(Path(getattr(cfg.inputs, name))): f"format = {{{name} = FORMAT}} in [inputs]"
+            for name in ("pairs", "queries", "corpus") if getattr(cfg.inputs, name)}
+    keys.update({str(Path(parse_run_arg(r)[1])): "format = {runs = FORMAT} in [inputs]"
+                 for r in cfg.inputs.runs})
+    if cfg.human is not None:
+        keys[str(Path(cfg.human.qrels))] = "format = FORMAT in [human]"
+    try:
+        yield
+    except InputError as exc:
+        key = keys.get(str(Path(exc.path))) if exc.path else None
+        if key is None or FORMAT_HINT not in exc.message:
+            raise
+        raise InputError(exc.message.replace(FORMAT_HINT, f", or give it in the config: {key}"),
+                         path=exc.path, line=exc.line, row=exc.row) from None
+
+
 @main.command("run")
 @click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -144,12 +168,13 @@ def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_
         from ..runcheck import check_config
 
         checked = check_run(cfg)                  # inputs, outputs, lock, judge settings
-        click.echo(check_config(cfg).render())   # every input read as the job would
+        with _format_keys(cfg):
+            click.echo(check_config(cfg).render())   # every input read as the job would
         for line in checked:
             click.echo(line)
         click.echo(f"{_shown(config)}: ready to run")
         return
-    with _stderr_logging(log_level):
+    with _stderr_logging(log_level), _format_keys(cfg):
         try:
             outcome = run_pipeline(cfg, config_path=config.resolve(), progress=None)
         except (BatchNotReady, BatchFileWritten) as exc:  # exit 5 / 0: not finished yet

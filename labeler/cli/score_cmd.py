@@ -17,6 +17,7 @@ import click
 
 from ..schema import GAINS, IDEALS
 from . import main
+from .options import InputFormats, format_option
 
 if TYPE_CHECKING:
     from ..scoring import ScoreResult
@@ -50,9 +51,7 @@ if TYPE_CHECKING:
               help="IDCG from every judged chunk (qrels, trec_eval) or the run's list re-sorted.")
 @click.option("--include-empty", is_flag=True,
               help="Count judged queries with no relevant chunk (trec_eval's mean).")
-@click.option("--format", "fmt", default=None,
-              help="Format of the qrels and run files (csv, jsonl, parquet, tsv, trec) when "
-                   "neither the extension nor the content says.")
+@format_option("qrels", "run")
 @click.option("--grade-map", default=None,
               help='Map raw grades of the qrels before scoring, e.g. "-1=0,4=3".')
 @click.option("--per-query", is_flag=True,
@@ -61,7 +60,7 @@ if TYPE_CHECKING:
               help="Also write the JSON object to this file (atomically).")
 def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
                   measures: tuple[str, ...], as_json: bool, as_trec: bool, complete: bool,
-                  gain: str, ideal: str, include_empty: bool, fmt: str | None,
+                  gain: str, ideal: str, include_empty: bool, fmt: tuple[str, ...],
                   grade_map: str | None, per_query: bool, out: str | None) -> None:
     """NDCG@k (and any --measure) of each run against the qrels: mean, median, queries,
     judged share."""
@@ -75,10 +74,13 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
                   {"--out": out})
     if as_json and as_trec:
         raise ConfigError("give --json or --trec, not both")
-    result = evaluate_files(qrels, list(runs), k=list(ks) or [10], gain=gain, ideal=ideal,
-                            include_empty=include_empty, fmt=fmt,
-                            grade_map=io.parse_grade_map(grade_map), measures=list(measures),
-                            complete=complete)
+    formats = InputFormats(fmt, {"qrels": qrels, "run": list(runs)})
+    with formats:
+        result = evaluate_files(qrels, list(runs), k=list(ks) or [10], gain=gain,
+                                ideal=ideal, include_empty=include_empty,
+                                qrels_fmt=formats["qrels"], run_fmt=formats["run"],
+                                grade_map=io.parse_grade_map(grade_map),
+                                measures=list(measures), complete=complete)
     if out or as_json:  # the JSON object (with its intervals) only when asked for
         payload = result.to_dict()
         if out:

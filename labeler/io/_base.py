@@ -39,6 +39,11 @@ _EXT_FORMATS = {
     ".parquet": "parquet", ".pq": "parquet", ".tsv": "tsv",
     ".qrels": "trec", ".run": "trec", ".trec": "trec", ".txt": "trec",
 }
+_WEAK_EXTS = (".txt",)
+"""Extensions that only guess (TREC): the content decides first (a ``.txt`` CSV is CSV)."""
+FORMAT_HINT = ", or give the format (`fmt`)"
+"""The end of a message about a format that could not be told; the CLI names its own flag
+(or drops the hint where the command has none)."""
 _INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
 
 Locator = Callable[[int], dict[str, int]]
@@ -69,14 +74,16 @@ def detect_format(path: PathLike, fmt: str | None = None, *, content: bool = Tru
     if suffixes and suffixes[-1] in COMPRESSED:
         suffixes = suffixes[:-1]
     ext = suffixes[-1] if suffixes else ""
-    if ext in _EXT_FORMATS:
+    if ext in _EXT_FORMATS and not (content and ext in _WEAK_EXTS):
         return _EXT_FORMATS[ext]
     sniffed = sniff_format(Path(path)) if content else None
+    if sniffed is None and ext in _WEAK_EXTS:
+        return _EXT_FORMATS[ext]   # a .txt that looks like nothing else: TREC, the reader says
     if sniffed is None:
         raise InputError(
             f"cannot tell the format from the extension '{ext or '(none)'}'"
             f"{' nor from the content' if content else ''}; use one of .csv .jsonl .parquet "
-            ".tsv .qrels .run .trec, or give the format (`fmt`)", path=path)
+            f".tsv .qrels .run .trec{FORMAT_HINT}", path=path)
     return sniffed
 
 
@@ -233,6 +240,12 @@ def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
 
 
 def _check_delimiter(p: Path, header: str) -> None:
+    from .trec import _trec_kind
+
+    kind = _trec_kind(header.split())
+    if kind:
+        raise InputError(f"this is a TREC {kind} line, not a CSV header; use the extension "
+                         f".{kind}{FORMAT_HINT}", path=p, line=1)
     for sep, name in ((";", "';'"), ("\t", "a tab"), ("|", "'|'")):
         if header.count(sep) >= 1:
             raise InputError(f"the header has one column and the delimiter looks like {name}; "
@@ -271,6 +284,7 @@ def read_table(path: PathLike, fmt: str | None = None,
     A TSV file is ``id<TAB>text`` without a header; ``tsv_columns`` names its two columns.
     """
     p = _check_exists(path)
+    forced = bool(fmt)
     fmt = detect_format(p, fmt)
     if fmt == "csv":
         return _read_csv(p)
@@ -300,7 +314,12 @@ def read_table(path: PathLike, fmt: str | None = None,
         if not rows:
             raise InputError("the file has no records", path=p)
         return pd.DataFrame(rows, columns=list(cols)), lambda i: {"line": lines[i]}
-    raise InputError(f"format '{fmt}' is not a table format here", path=p)
+    if forced:
+        raise InputError(f"format '{fmt}' is not a table format here (use csv, jsonl, parquet "
+                         "or tsv)", path=p)
+    raise InputError("cannot tell the format from the extension (TREC, not a table format "
+                     "here) nor from the content; use one of .csv .jsonl .parquet .tsv"
+                     f"{FORMAT_HINT}", path=p)
 
 
 def _read_csv(p: Path) -> tuple[pd.DataFrame, Locator]:

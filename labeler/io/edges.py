@@ -43,13 +43,14 @@ def _frame(obj: Any, what: str) -> tuple[pd.DataFrame, str]:
                     f"{type(obj).__name__}")
 
 
-def as_pairs(obj: Any) -> pd.DataFrame:
-    """Pairs to judge (``query_id, query, chunk_id, chunk``, extra columns kept).
+def as_pairs(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
+    """Pairs to judge (``query_id, query, chunk_id, chunk``, extra columns kept); ``fmt``
+    forces a file's format.
 
     Usage: ``io.as_pairs("pairs.csv")`` or ``io.as_pairs(df)``
     """
     if isinstance(obj, (str, os.PathLike)):
-        return read_pairs(obj)
+        return read_pairs(obj, fmt)
     df, name = _frame(obj, "pairs")
     _require_columns(df, PAIR_COLUMNS, name, "pairs")
     if df.empty:
@@ -63,9 +64,10 @@ def as_pairs(obj: Any) -> pd.DataFrame:
     return df.drop_duplicates(list(KEYS)).reset_index(drop=True)
 
 
-def _texts(obj: Any, cols: tuple[str, ...], what: str, reader: Any) -> pd.DataFrame:
+def _texts(obj: Any, cols: tuple[str, ...], what: str, reader: Any,
+           fmt: str | None = None) -> pd.DataFrame:
     if isinstance(obj, (str, os.PathLike)):
-        return reader(obj)
+        return reader(obj, fmt)
     if isinstance(obj, Mapping):
         return pd.DataFrame({cols[0]: [str(k) for k in obj], cols[1]: [str(v) for v in
                                                                         obj.values()]})
@@ -77,31 +79,34 @@ def _texts(obj: Any, cols: tuple[str, ...], what: str, reader: Any) -> pd.DataFr
     return df.drop_duplicates(cols[0]).reset_index(drop=True)
 
 
-def as_queries(obj: Any) -> pd.DataFrame:
+def as_queries(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
     """Queries (``query_id, query``; extra columns such as ``description`` kept) from a path,
-    a DataFrame, records or ``{query_id: text}``.
+    a DataFrame, records or ``{query_id: text}``; ``fmt`` forces a file's format.
 
     Usage: ``io.as_queries({"q1": "what is bm25"})``
     """
-    return _texts(obj, QUERY_COLUMNS, "queries", read_queries)
+    return _texts(obj, QUERY_COLUMNS, "queries", read_queries, fmt)
 
 
-def as_corpus(obj: Any) -> pd.DataFrame:
-    """The corpus (``chunk_id, chunk``) from a path, a DataFrame, records or ``{id: text}``.
+def as_corpus(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
+    """The corpus (``chunk_id, chunk``) from a path, a DataFrame, records or ``{id: text}``;
+    ``fmt`` forces a file's format.
 
     Usage: ``io.as_corpus("corpus.jsonl")``
     """
-    return _texts(obj, CORPUS_COLUMNS, "corpus", read_corpus)
+    return _texts(obj, CORPUS_COLUMNS, "corpus", read_corpus, fmt)
 
 
-def as_labels(obj: Any, grade_map: GradeMap = None) -> pd.DataFrame:
+def as_labels(obj: Any, grade_map: GradeMap = None, *, fmt: str | None = None
+              ) -> pd.DataFrame:
     """Label records (at least ``query_id, chunk_id, grade, status``) from a path (records or
     any qrels form), a DataFrame or records; a table without ``status`` is all ``ok``.
+    ``fmt`` forces a file's format.
 
     Usage: ``io.as_labels(result.records)``
     """
     if isinstance(obj, (str, os.PathLike)):
-        df = read_labels(obj, grade_map=grade_map)
+        df = read_labels(obj, fmt, grade_map=grade_map)
         df.attrs["path"] = str(obj)
         return df
     df, name = _frame(obj, "label records")

@@ -369,14 +369,16 @@ def _rows(i: int) -> dict[str, int]:
 
 
 def as_qrels(obj: Any, grade_map: GradeMap = None, *, any_grade: bool = False,
-             columns: Mapping[str, str] | None = None) -> pd.DataFrame:
+             columns: Mapping[str, str] | None = None, fmt: str | None = None
+             ) -> pd.DataFrame:
     """A qrels DataFrame from a path, a DataFrame or ``{qid: {docid: grade}}``.
 
     ``columns`` maps a DataFrame's own column names to ours, as ranx's ``from_df``:
     ``as_qrels(df, columns={"q": "query_id", "doc": "chunk_id", "rel": "grade"})``.
+    ``fmt`` forces a file's format (``"trec"``, ``"csv"`` ...).
     """
     if isinstance(obj, (str, os.PathLike)):
-        return read_qrels(obj, grade_map=grade_map, any_grade=any_grade, columns=columns)
+        return read_qrels(obj, fmt, grade_map=grade_map, any_grade=any_grade, columns=columns)
     if isinstance(obj, Mapping):
         rows = [(str(q), str(d), g) for q, docs in obj.items() for d, g in docs.items()]
         obj = pd.DataFrame(rows, columns=["query_id", "chunk_id", "grade"])
