@@ -68,15 +68,14 @@ def chunks(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 def take(arr: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """``arr.take(rows)`` as one array; a chunked array is read chunk by chunk (pyarrow's
-    own take on many chunks costs far more than the rows taken)."""
+    own take on a chunked array of strings joins every chunk first)."""
     parts = chunks(arr)
     if len(parts) == 1:
         return parts[0].take(pa.array(rows))
-    if len(rows) > 1 << 16:   # many rows: pyarrow's own take is the faster
-        return pa.concat_arrays(chunks(arr.take(pa.array(rows)))) if len(rows) else \
-            pa.array([], arr.type)
     if not parts:
         return pa.array([], arr.type)
+    if len(rows) > 1 << 16 and not bool(np.all(rows[1:] >= rows[:-1])):
+        return pa.concat_arrays(chunks(arr.take(pa.array(rows))))   # many, in no order
     starts = np.cumsum([0] + [len(c) for c in parts])
     which = np.searchsorted(starts, rows, side="right") - 1
     order = np.argsort(which, kind="stable")
@@ -230,13 +229,20 @@ def _mix(z: np.ndarray) -> np.ndarray:
     return z
 
 
+_MIXED_LENS = _mix(np.arange(256, dtype=np.uint64))   # _mix of each short length, made once
+
+
 def _hash(b: Bytes, codes: np.ndarray | None) -> np.ndarray:
     lens = b.lens
-    h = lens.astype(np.uint64)
-    if codes is not None:
-        h += codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    _mix(h)
-    for j in range(-(-int(lens.max(initial=0)) // 8)):
+    longest = int(lens.max(initial=0))
+    if codes is None and longest < len(_MIXED_LENS):
+        h = _MIXED_LENS[lens]
+    else:
+        h = lens.astype(np.uint64)
+        if codes is not None:
+            h += codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        _mix(h)
+    for j in range(-(-longest // 8)):
         h ^= b.word(j, lens)
         _mix(h)
     return h

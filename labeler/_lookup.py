@@ -13,8 +13,10 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass
+import os
 from collections.abc import Callable
-from typing import Protocol, TypeAlias
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol, TypeAlias, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +26,9 @@ from . import _arrow
 from ._arrow import _BLOCK, chunks, encode
 
 Strings: TypeAlias = pa.Array | pa.ChunkedArray
+T = TypeVar("T")
+THREADS = min(2, os.cpu_count() or 1)
+"""Threads that look blocks of a run up (:func:`judged_rows`)."""
 
 UNJUDGED = np.iinfo(np.int64).min
 """The grade given to a ranked chunk that the qrels do not judge (any integer is a grade)."""
@@ -83,7 +88,7 @@ def lookup_grades(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
     inverse[r_order] = np.cumsum(new) - 1
     if len(table) < len(run_q):   # a key twice (several systems), or a hash collision
         rep = first[inverse]
-        same = pc.equal(run_chunk, run_chunk.take(pa.array(rep))).to_numpy(zero_copy_only=False)
+        same = pc.equal(run_chunk, _arrow.take(run_chunk, rep)).to_numpy(zero_copy_only=False)
         if not (same.all() and (run_q == run_q[rep]).all()):
             return _lookup_exact(run_q, run_chunk, qr_q, qrels)
     q_key = _arrow.group_keys(qrels.chunk, qr_q)
@@ -93,7 +98,7 @@ def lookup_grades(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
     hits, at = q_order[maybe], at[maybe]            # qrels rows that may be in the run
     if len(hits):
         r_rows = first[at]
-        same = pc.equal(qrels.chunk.take(pa.array(hits)), run_chunk.take(pa.array(r_rows)))
+        same = pc.equal(_arrow.take(qrels.chunk, hits), _arrow.take(run_chunk, r_rows))
         ok = same.to_numpy(zero_copy_only=False) & (qr_q[hits] == run_q[r_rows])
         grade_of_key = np.full(len(table), UNJUDGED, dtype=np.int64)
         grade_of_key[at[ok]] = qrels.grade[hits[ok]]
@@ -106,7 +111,8 @@ def _lookup_in_qrels(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
                      ) -> np.ndarray | None:
     """:func:`lookup_grades` with the qrels keys sorted and each run row searched among
     them; None when two qrels keys share a hash (then the run side decides)."""
-    found = judged_rows(lambda lo, hi: run_q[lo:hi], run_chunk, qr_q, qrels, q_index)
+    found: tuple[np.ndarray, np.ndarray, list[None]] | None = judged_rows(
+        lambda lo, hi: run_q[lo:hi], run_chunk, qr_q, qrels, q_index)
     if found is None:
         return None
     out = np.full(len(run_q), UNJUDGED, dtype=np.int64)
@@ -116,12 +122,13 @@ def _lookup_in_qrels(run_q: np.ndarray, run_chunk: Strings, qr_q: np.ndarray,
 
 def judged_rows(row_q: Callable[[int, int], np.ndarray], run_chunk: Strings,
                 qr_q: np.ndarray, qrels: QrelsLike, q_index: QrelsIndex | None = None,
-                on_block: Callable[[pa.Array, np.ndarray, np.ndarray], None] | None = None
-                ) -> tuple[np.ndarray, np.ndarray] | None:
+                on_block: Callable[[pa.Array, np.ndarray, np.ndarray], T] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, list[T]] | None:
     """(row, grade) of every row of the run that the qrels judge, rows ascending: each
     block of rows is searched among the sorted qrels keys, so no per-row array of the whole
-    run is made. ``row_q(lo, hi)`` gives the query codes of rows ``lo..hi``;
-    ``on_block(ids, keys, query codes)`` sees every block in order (checks that may raise).
+    run is made; blocks are looked up on two threads (numpy and Arrow let go of the GIL).
+    ``row_q(lo, hi)`` gives the query codes of rows ``lo..hi``; ``on_block(ids, keys, query
+    codes)`` sees every block (checks that may raise): its results come last, in row order.
     None when two qrels keys share a hash (the caller then takes the exact path)."""
     if q_index is None or q_index.order is None:
         q_index = QrelsIndex.of(qrels.chunk, qr_q)
@@ -130,27 +137,33 @@ def judged_rows(row_q: Callable[[int, int], np.ndarray], run_chunk: Strings,
     q_key, q_order, q_sorted = q_index.key, q_index.order, q_index.sorted
     seen = _Bitmap(q_key)   # rules most unjudged rows out before the search
     q_bytes = _arrow.Bytes.of(_one_chunk(qrels.chunk))
-    found_rows, found_grades = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    base = 0
+
+    def one(block: tuple[int, pa.Array]) -> tuple[np.ndarray, np.ndarray, T | None]:
+        first, part = block
+        part_q = row_q(first, first + len(part))
+        r_key = _arrow.group_keys(part, part_q)
+        seen_by = on_block(part, r_key, part_q) if on_block is not None else None
+        cand = seen.may_hold(r_key)
+        at = np.minimum(np.searchsorted(q_sorted, r_key[cand]), len(q_sorted) - 1)
+        found = q_sorted[at] == r_key[cand]
+        hits, at = cand[found], at[found]         # rows of the block that may be judged
+        q_rows = q_order[at]
+        ok = _arrow.same_ids(_arrow.Bytes.of(part), hits, q_bytes, q_rows)
+        ok &= part_q[hits] == qr_q[q_rows]
+        return first + hits[ok], qrels.grade[q_rows[ok]].astype(np.int64, copy=False), seen_by
+
+    blocks, base = [], 0
     for chunk in chunks(run_chunk):
-        for lo in range(0, len(chunk), _BLOCK):   # blocks: small temporaries (see _arrow)
-            part = chunk.slice(lo, _BLOCK)
-            part_q = row_q(base + lo, base + lo + len(part))
-            r_key = _arrow.group_keys(part, part_q)
-            if on_block is not None:
-                on_block(part, r_key, part_q)
-            cand = seen.may_hold(r_key)
-            at = np.minimum(np.searchsorted(q_sorted, r_key[cand]), len(q_sorted) - 1)
-            found = q_sorted[at] == r_key[cand]
-            hits, at = cand[found], at[found]         # rows of the block that may be judged
-            if len(hits):
-                q_rows = q_order[at]
-                ok = _arrow.same_ids(_arrow.Bytes.of(part), hits, q_bytes, q_rows)
-                ok &= part_q[hits] == qr_q[q_rows]
-                found_rows.append(base + lo + hits[ok])
-                found_grades.append(qrels.grade[q_rows[ok]].astype(np.int64, copy=False))
+        blocks += [(base + lo, chunk.slice(lo, _BLOCK)) for lo in range(0, len(chunk), _BLOCK)]
         base += len(chunk)
-    return np.concatenate(found_rows), np.concatenate(found_grades)
+    if len(blocks) > 1 and THREADS > 1:
+        with ThreadPoolExecutor(max_workers=THREADS) as pool:
+            done = list(pool.map(one, blocks))
+    else:
+        done = [one(b) for b in blocks]
+    rows = [np.zeros(0, np.int64)] + [d[0] for d in done]
+    grades = [np.zeros(0, np.int64)] + [d[1] for d in done]
+    return np.concatenate(rows), np.concatenate(grades), [d[2] for d in done]  # type: ignore[misc]
 
 
 def _one_chunk(arr: Strings) -> pa.Array:

@@ -134,15 +134,18 @@ def missing_queries(out: KernelOut) -> Missing:
                    queries=r.qr_query.take(pa.array(first[at])))
 
 
-def value_table(out: KernelOut, ks: list[int], measures: list[Measure],
-                extra: Missing | None, gain: str = "linear", ideal: str = "qrels"
-                ) -> pd.DataFrame:
-    """Every figure per (system, query judged by the qrels), long: ``system, query_id,
-    measure, value, empty, in_run``; ``ndcg@k`` rows for each k, then one block per measure."""
+Block = tuple[str, np.ndarray, np.ndarray, "np.ndarray | None"]
+"""One measure's figures: (key, value per group judged by the qrels, whether its query has
+nothing relevant, the same for the queries the run lacks)."""
+
+
+def value_blocks(out: KernelOut, ks: list[int], measures: list[Measure],
+                 extra: Missing | None, gain: str = "linear", ideal: str = "qrels"
+                 ) -> list[Block]:
+    """``ndcg@k`` figures for each k, then one block per measure (see :data:`Block`)."""
     r = _ranked(out)
     inq = np.flatnonzero(out.in_qrels)
-    names = pa.array(out.system_names, type=pa.large_string())
-    blocks: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = []
+    blocks: list[Block] = []
     cache: dict[Any, Any] = {}
     extra_idcg = extra.idcg(out, ks, gain, ideal) if extra is not None else None
     for j, k in enumerate(ks):
@@ -160,6 +163,14 @@ def value_table(out: KernelOut, ks: list[int], measures: list[Measure],
         value, empty = measure_values(r, m, cache)
         blocks.append((m.key, value[inq], empty[inq],
                        None if extra is None else extra.num_rel(r, level_of(m)) == 0))
+    return blocks
+
+
+def value_table(out: KernelOut, blocks: list[Block], extra: Missing | None) -> pd.DataFrame:
+    """Every figure per (system, query judged by the qrels), long: ``system, query_id,
+    measure, value, empty, in_run``, one run of rows per block."""
+    inq = np.flatnonzero(out.in_qrels)
+    names = pa.array(out.system_names, type=pa.large_string())
     parts: dict[str, list[Any]] = {c: [] for c in VALUE_COLUMNS}
     system_block = names.take(pa.array(out.system[inq]))
     query_block = out.queries.take(pa.array(inq))
@@ -190,25 +201,32 @@ def value_table(out: KernelOut, ks: list[int], measures: list[Measure],
     return table.to_pandas()
 
 
-def summarise(values: pd.DataFrame, measures: list[Measure], systems: list[str],
-              include_empty: bool, complete: bool) -> pd.DataFrame:
-    """Mean, median and counts of each (system, measure) of ``measures``."""
+def summarise(out: KernelOut, blocks: list[Block], extra: Missing | None,
+              measures: list[Measure], include_empty: bool, complete: bool) -> pd.DataFrame:
+    """Mean, median and counts of each (system, measure) of ``measures``, from the blocks."""
+    inq = np.flatnonzero(out.in_qrels)
+    n_extra = 0 if extra is None else len(extra.codes)
+    system = out.system[inq] if extra is None else np.concatenate([out.system[inq],
+                                                                    extra.system])
+    order = np.argsort(system, kind="stable")
+    bounds = np.searchsorted(system[order], np.arange(len(out.system_names) + 1))
+    in_run = np.concatenate([np.ones(len(inq), dtype=bool), np.zeros(n_extra, dtype=bool)])
+    counted = in_run | complete
+    by_key = {key: (value, empty, extra_empty) for key, value, empty, extra_empty in blocks}
     rows = []
-    keys = [m.key for m in measures]
-    if keys:
-        v = values[values["measure"].isin(keys)]
-        counted = v["in_run"].to_numpy() | complete
-        empty = v["empty"].to_numpy()
-        v = v.assign(_kept=counted & (~empty | include_empty), _empty=counted & empty)
-        groups = {key: frame for key, frame in v.groupby(["system", "measure"], sort=False)}
-        for system in systems:
-            for key in keys:
-                frame = groups.get((system, key))
-                kept = (np.zeros(0) if frame is None
-                        else frame["value"].to_numpy()[frame["_kept"].to_numpy()])
-                rows.append((system, key, float(kept.mean()) if len(kept) else math.nan,
-                             float(np.median(kept)) if len(kept) else math.nan, len(kept),
-                             0 if frame is None else int(frame["_empty"].sum())))
+    for si, name in enumerate(out.system_names):
+        mine = order[bounds[si]:bounds[si + 1]]
+        for m in measures:
+            value, empty, extra_empty = by_key[m.key]
+            if n_extra:
+                value = np.concatenate([value, np.zeros(n_extra)])
+                empty = np.concatenate([empty, extra_empty if extra_empty is not None
+                                        else np.zeros(n_extra, dtype=bool)])
+            v, e, c = value[mine], empty[mine], counted[mine]
+            kept = v[c & (~e | include_empty)]
+            rows.append((name, m.key, float(kept.mean()) if len(kept) else math.nan,
+                         float(np.median(kept)) if len(kept) else math.nan, len(kept),
+                         int((c & e).sum())))
     return pd.DataFrame(rows, columns=MEASURE_SUMMARY_COLUMNS)
 
 

@@ -157,7 +157,7 @@ def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: 
             all_grades = lookup_grades(grp.group_q[grp.rows_group()], run.chunk, qr_q, qrels)
             grades = all_grades[rows]
         else:
-            grades = lookup_grades(grp.group_q[row_g], run.chunk.take(pa.array(rows)), qr_q,
+            grades = lookup_grades(grp.group_q[row_g], take(run.chunk, rows), qr_q,
                                    qrels, q_index)
         judged_row = grades != UNJUDGED   # the measures need the judged rows only
         row_g, pos, grades = row_g[judged_row], pos[judged_row], grades[judged_row]
@@ -204,7 +204,7 @@ def _groups(run: RunArrays, check_ids: bool) -> _Groups:
     heads = np.flatnonzero(np.concatenate([[n > 0], change]))
     if len(heads) > n // 4 + 1:   # not grouped (shuffled rows): encode every row
         return _groups_of_rows(run, one_system, check_ids)
-    q_code, q_dict = encode(run.query.take(pa.array(heads)))
+    q_code, q_dict = encode(take(run.query, heads))
     if one_system:
         name = run.system if isinstance(run.system, str) else (
             run.system[0].as_py() if len(run.system) else "run")
@@ -213,7 +213,7 @@ def _groups(run: RunArrays, check_ids: bool) -> _Groups:
         system = run.system
         if isinstance(system, str):  # pragma: no cover - one_system covers a single name
             raise TypeError("one run name given for several systems")
-        codes, uniques = pd.factorize(system.take(pa.array(heads)).to_numpy(
+        codes, uniques = pd.factorize(take(system, heads).to_numpy(
             zero_copy_only=False), sort=False)
         s_names, s_code = [str(x) for x in uniques], codes.astype(np.int64)
     pair = s_code * max(len(q_dict), 1) + q_code
@@ -264,7 +264,12 @@ def _qrels_codes(query: Strings, q_dict: Strings, check_ids: bool) -> tuple[np.n
     from ``len(q_dict)`` on. Returns the codes and the number of codes."""
     if len(query) == 0:
         return np.zeros(0, np.int64), len(q_dict)
-    codes, dictionary = encode(query)
+    heads = np.flatnonzero(np.concatenate([[True], _changes(query)]))
+    if len(heads) <= len(query) // 4:   # grouped by query, as qrels files come: encode heads
+        head_codes, dictionary = encode(take(query, heads))
+        codes = np.repeat(head_codes, np.diff(np.append(heads, len(query))))
+    else:
+        codes, dictionary = encode(query)
     if check_ids and not clean_ids(dictionary):
         raise NeedsIO("qrels")
     known = pd.Index(q_dict.to_numpy(zero_copy_only=False)).get_indexer(
@@ -289,7 +294,7 @@ def _top_rows(grp: _Groups, run: RunArrays, kmax: int | None
     cand = np.arange(n)
     if kmax is not None and kmax < counts.max(initial=0):
         cand = _candidates(grp, score, kmax)
-    rows = cand[_rank_sort(g[cand], score[cand], run.chunk.take(pa.array(cand)))]
+    rows = cand[_rank_sort(g[cand], score[cand], take(run.chunk, cand))]
     row_g = g[rows]
     pos = np.arange(len(rows), dtype=np.int64) - _starts(np.bincount(row_g, minlength=len(
         counts)))[row_g]
@@ -360,14 +365,17 @@ def _judged_ranked(grp: _Groups, run: RunArrays, qr_q: np.ndarray, qrels: QrelsA
     rows are then ranked. ``check_run``: check the run's ids on the way (rows grouped, one
     system)."""
     found = judged_rows(_row_codes(grp), run.chunk, qr_q, qrels, q_index,
-                        _RunCheck() if check_run else None)
-    if found is None and check_run:   # the blocks were not seen
-        _check_run(run, grp)
+                        _check_block if check_run else None)
     if found is None:   # two qrels keys share a hash: the exact lookup decides
+        if check_run:   # the blocks were not seen
+            _check_run(run, grp)
         every = lookup_grades(grp.group_q[grp.rows_group()], run.chunk, qr_q, qrels)
-        judged = np.flatnonzero(every != UNJUDGED)
-        found = judged, every[judged]
-    rows, grades = found
+        rows = np.flatnonzero(every != UNJUDGED)
+        grades = every[rows]
+    else:
+        rows, grades, edges = found
+        if check_run:
+            _check_edges(edges)
     tied = _ranked_already(grp, run)
     if tied is not None and grp.heads is not None:
         g = np.searchsorted(grp.heads, rows, side="right") - 1
@@ -453,22 +461,42 @@ def _check_run(run: RunArrays, grp: _Groups) -> None:
         raise NeedsIO("run")
 
 
-class _RunCheck:
-    """:func:`_check_run` block by block on the keys of the grade lookup, for rows that come
-    grouped by query (one system): equal (query, id) give equal keys."""
+@dataclass(frozen=True)
+class _Edges:
+    """The keys of the first and the last query of a block (they may go on next door)."""
 
-    def __init__(self) -> None:
-        self.carry = np.zeros(0, np.uint64)   # keys of the query that may go on in the next block
+    first: int
+    first_keys: np.ndarray
+    last: int
+    last_keys: np.ndarray
 
-    def __call__(self, part: pa.Array, key: np.ndarray, codes: np.ndarray) -> None:
-        if not len(part):
-            return
-        if not _arrow.clean_chunk(part) or _arrow.has_equal_neighbours(
-                np.sort(np.concatenate([self.carry, key]))):
+
+def _check_block(part: pa.Array, key: np.ndarray, codes: np.ndarray) -> _Edges | None:
+    """:func:`_check_run` on one block of a run grouped by query (one system), on the keys
+    of the grade lookup (equal (query, id) give equal keys); the queries at its edges are
+    checked with their neighbours' by :func:`_check_edges`."""
+    if not len(part):
+        return None
+    if not _arrow.clean_chunk(part) or _arrow.has_equal_neighbours(np.sort(key)):
+        raise NeedsIO("run")
+    first, last = int(codes[0]), int(codes[-1])
+    return _Edges(first, key[codes == first], last, key[codes == last])
+
+
+def _check_edges(edges: list[_Edges | None]) -> None:
+    """The repeat test for queries cut by a block edge (:func:`_check_block`)."""
+    carry, code = np.zeros(0, np.uint64), -1
+    for e in edges:
+        if e is None:
+            continue
+        if e.first == code and _arrow.has_equal_neighbours(
+                np.sort(np.concatenate([carry, e.first_keys]))):
             raise NeedsIO("run")
-        last = codes[-1]
-        self.carry = (np.concatenate([self.carry, key]) if codes[0] == last
-                      else key[codes == last])
+        if e.first == e.last:   # one query all through the block: it may go on further
+            carry = np.concatenate([carry, e.first_keys]) if e.first == code else e.first_keys
+        else:
+            carry = e.last_keys
+        code = e.last
 
 
 def _run_may_repeat(chunk: Strings, grp: _Groups) -> bool:
@@ -485,13 +513,19 @@ def _ideal_dcg(owner: np.ndarray, grade: np.ndarray, n_owner: int, ks: list[int]
 
     Only as many discounts as the longest ideal list are made, whatever k is."""
     positive = grade > 0
-    levels = np.unique(grade[positive])[::-1]
-    longest = int(np.bincount(owner[positive], minlength=1).max(initial=0))
+    owners, grades = owner[positive], grade[positive]
+    levels = np.unique(grades)[::-1]   # best first
+    if not len(levels):
+        return np.zeros((n_owner, len(ks)))
+    # how many chunks of each grade each owner has: one count over (owner, level) cells
+    cell = owners * len(levels) + (len(levels) - 1 - np.searchsorted(levels[::-1], grades))
+    per_level = np.bincount(cell, minlength=n_owner * len(levels)).reshape(n_owner, -1)
+    longest = int(per_level.sum(axis=1).max(initial=0))
     cum = np.concatenate([[0.0], np.cumsum(1.0 / discounts(min(max(ks), longest)))])
     out = np.zeros((n_owner, len(ks)))
     start = np.zeros(n_owner, dtype=np.int64)
-    for level in levels:
-        end = start + np.bincount(owner[grade == level], minlength=n_owner)
+    for j_level, level in enumerate(levels):
+        end = start + per_level[:, j_level]
         g_val = float(gain_of(np.array([level]), gain)[0])
         for j, k in enumerate(ks):
             out[:, j] += g_val * (cum[np.minimum(end, k)] - cum[np.minimum(start, k)])

@@ -29,7 +29,7 @@ import pyarrow as pa
 from . import fmt, io
 from ._arrow import arrow_strings
 from ._measures import (SUMMARY_COLUMNS, missing_queries, ndcg_per_query, ndcg_summary,
-                        summarise, value_table)
+                        summarise, value_blocks, value_table)
 
 __all__ = ["PER_QUERY_COLUMNS", "SUMMARY_COLUMNS", "ScoreResult", "dcg", "evaluate",
            "evaluate_files", "frames_of", "ndcg_at_k", "score"]
@@ -356,12 +356,12 @@ def _result(out: KernelOut, ks: list[int], gain: str, ideal: str, include_empty:
     measures = measures or []
     extra = missing_queries(out) if complete else None
     per_query = ndcg_per_query(out, ks, include_empty, extra, gain, ideal)
-    values = value_table(out, ks, measures, extra, gain, ideal)
-    systems = list(out.system_names)
+    blocks = value_blocks(out, ks, measures, extra, gain, ideal)
     return ScoreResult(per_query=per_query, summary=ndcg_summary(out, ks, per_query, extra),
                        ks=list(ks), gain=gain, ideal=ideal, include_empty=include_empty,
-                       systems=systems, measures=measures, values=values,
-                       measure_summary=summarise(values, measures, systems, include_empty,
+                       systems=list(out.system_names), measures=measures,
+                       values=value_table(out, blocks, extra),
+                       measure_summary=summarise(out, blocks, extra, measures, include_empty,
                                                  complete),
                        complete=complete)
 
