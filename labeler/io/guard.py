@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 
 PathArg = str | os.PathLike[str] | None
 
@@ -29,12 +29,13 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def _input_path(value: str | os.PathLike[str]) -> Path:
-    """An input's file: ``NAME=PATH`` (a named run) is PATH unless the whole is a file."""
-    path = Path(value)
-    text = str(value)
-    if not path.exists() and "=" in text:
-        return Path(text.split("=", 1)[1])
-    return path
+    """An input's file: ``NAME=PATH`` (a named run) is PATH, as the readers take it."""
+    from .readers import parse_run_arg
+
+    try:
+        return Path(parse_run_arg(value)[1])
+    except InputError:   # a malformed NAME=PATH: the reader says so when it reads
+        return Path(value)
 
 
 def _writable_place(path: Path, flag: str, want_dir: bool) -> None:
