@@ -280,6 +280,25 @@ def group_keys(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray) -> np.ndarra
     return key
 
 
+def changes(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Row i + 1 differs from row i (length n - 1)."""
+    if len(arr) < 2:
+        return np.zeros(0, dtype=bool)
+    return pc.not_equal(arr.slice(1), arr.slice(0, len(arr) - 1)).to_numpy(zero_copy_only=False)
+
+
+def group_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
+    """(int64 code of each row, number of codes): equal values, equal codes. Rows that come
+    in runs of equal values (a run file's queries) cost one comparison per row and an
+    encoding of the runs' first values only."""
+    heads = np.flatnonzero(np.concatenate([[len(arr) > 0], changes(arr)]))
+    if len(heads) > len(arr) // 4:
+        codes, values = encode(arr)
+        return codes, len(values)
+    head_codes, values = encode(take(arr, heads))
+    return np.repeat(head_codes, np.diff(np.append(heads, len(arr)))), len(values)
+
+
 def may_repeat(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray | None = None,
                block: int | None = None, order: np.ndarray | None = None) -> bool:
     """False when every (group, id) row is distinct for sure; True when some may repeat.
@@ -302,5 +321,21 @@ def may_repeat(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray | None = None
             if np.any(key[:, 1:] == key[:, :-1]):
                 return True
         return False
+    if groups is not None and len(groups) > _BLOCK and _contiguous(groups):
+        # each group in one run of rows: sort whole groups a slice at a time
+        starts = np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]]))
+        at = np.searchsorted(starts, np.arange(0, len(arr), _BLOCK))
+        cuts = np.unique(starts[np.minimum(at, len(starts) - 1)])
+        for lo, hi in zip(cuts, np.append(cuts[1:], len(arr))):
+            key = group_keys(arr.slice(int(lo), int(hi - lo)), groups[lo:hi])
+            if has_equal_neighbours(np.sort(key)):
+                return True
+        return False
     key = hash_ids(arr) if groups is None else group_keys(arr, groups)
-    return has_equal_neighbours(np.sort(key, kind="stable"))
+    return has_equal_neighbours(np.sort(key))
+
+
+def _contiguous(groups: np.ndarray) -> bool:
+    """Whether each group's rows come in one run."""
+    starts = np.concatenate([[True], groups[1:] != groups[:-1]])
+    return len(np.unique(groups[starts])) == int(starts.sum())

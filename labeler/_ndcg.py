@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow
-from ._arrow import clean_ids, encode, take
+from ._arrow import changes, clean_ids, encode, take
 from ._lookup import UNJUDGED, QrelsIndex, judged_rows, lookup_grades
 
 Strings: TypeAlias = pa.Array | pa.ChunkedArray
@@ -196,11 +196,11 @@ def _groups(run: RunArrays, check_ids: bool) -> _Groups:
     one_system = isinstance(run.system, str) or _all_equal(run.system)
     # rows usually come grouped: then one string comparison per row finds the groups
     probe = min(n, 4096)
-    if probe > 64 and int(_changes(run.query.slice(0, probe)).sum()) > probe // 4:
+    if probe > 64 and int(changes(run.query.slice(0, probe)).sum()) > probe // 4:
         return _groups_of_rows(run, one_system, check_ids)   # shuffled rows, by the look
-    change = _changes(run.query)
+    change = changes(run.query)
     if not one_system:
-        change |= _changes(run.system)
+        change |= changes(run.system)
     heads = np.flatnonzero(np.concatenate([[n > 0], change]))
     if len(heads) > n // 4 + 1:   # not grouped (shuffled rows): encode every row
         return _groups_of_rows(run, one_system, check_ids)
@@ -248,13 +248,6 @@ def _groups_of_rows(run: RunArrays, one_system: bool, check_ids: bool) -> _Group
                    by_group=_stable_group_order(g, len(pairs)))
 
 
-def _changes(arr: Strings) -> np.ndarray:
-    """Row i+1 differs from row i (length n - 1)."""
-    if len(arr) < 2:
-        return np.zeros(0, dtype=bool)
-    return pc.not_equal(arr.slice(1), arr.slice(0, len(arr) - 1)).to_numpy(zero_copy_only=False)
-
-
 def _all_equal(arr: Strings) -> bool:
     return len(arr) == 0 or bool(pc.all(pc.equal(arr, arr[0])).as_py())
 
@@ -264,7 +257,7 @@ def _qrels_codes(query: Strings, q_dict: Strings, check_ids: bool) -> tuple[np.n
     from ``len(q_dict)`` on. Returns the codes and the number of codes."""
     if len(query) == 0:
         return np.zeros(0, np.int64), len(q_dict)
-    heads = np.flatnonzero(np.concatenate([[True], _changes(query)]))
+    heads = np.flatnonzero(np.concatenate([[True], changes(query)]))
     if len(heads) <= len(query) // 4:   # grouped by query, as qrels files come: encode heads
         head_codes, dictionary = encode(take(query, heads))
         codes = np.repeat(head_codes, np.diff(np.append(heads, len(query))))

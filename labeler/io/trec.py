@@ -165,12 +165,12 @@ def _may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
     sure (64-bit keys of the ids); ``True`` means "run the exact check"."""
     import pyarrow as pa
 
-    from .._arrow import arrow_strings, encode, may_repeat
+    from .._arrow import arrow_strings, group_codes, may_repeat
     try:
-        codes = np.zeros(len(df), dtype=np.int64)
+        codes = None
         for col in group_cols:
-            col_codes, values = encode(arrow_strings(df[col]))
-            codes = codes * len(values) + col_codes
+            col_codes, n_values = group_codes(arrow_strings(df[col]))
+            codes = col_codes if codes is None else codes * n_values + col_codes
         return may_repeat(arrow_strings(df[id_col]), codes)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return True
