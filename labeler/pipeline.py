@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .reconciliation import Reconciliation
     from .scoring import ScoreResult
 
-__all__ = ["RunOutcome", "check_judge", "check_run", "label_stage", "load_inputs",
+__all__ = ["RunOutcome", "check_judge", "check_ppi", "check_run", "label_stage", "load_inputs",
            "run_pipeline"]
 
 log = logging.getLogger("labeler.run")
@@ -261,7 +261,7 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
                  if cfg.human is not None else None)  # read before any paid call
         log.info("%d pairs over %d queries; %d runs", len(pairs), pairs["query_id"].nunique(),
                  0 if runs is None else runs["system"].nunique())
-        _check_ppi(cfg, pairs, human)
+        check_ppi(cfg, pairs, human)
 
     with _stage("label", timings):
         result = label_stage(cfg, pairs, progress)
@@ -372,7 +372,7 @@ def _score(cfg: Config, records: pd.DataFrame, merged: pd.DataFrame | None,
     return scores, comparison
 
 
-def _check_ppi(cfg: Config, pairs: pd.DataFrame, human: pd.DataFrame | None) -> None:
+def check_ppi(cfg: Config, pairs: pd.DataFrame, human: pd.DataFrame | None) -> None:
     """With ``statistics.ppi``, some queries must be left to the LLM alone: say so before
     the judge runs, not after."""
     if not cfg.statistics.ppi:

@@ -95,23 +95,23 @@ class CheckReport:
 
 
 def check_config(cfg: Config) -> CheckReport:
-    """Check ``cfg`` (see the module's docstring); raises the error the job would stop with.
+    """Read every input of ``cfg`` as the job would, after :func:`check_run` (the judge's
+    settings, files and outputs); raises the error the job would stop with.
 
     Usage: ``check_config(load_config("job.toml")).render()``
     """
     from . import io
     from .judges import LEXICAL_NAMES
-    from .pipeline import _check_ppi, check_judge, load_inputs
+    from .pipeline import check_ppi, load_inputs
     from .prompts import load_prompt
 
     pairs, runs = load_inputs(cfg)
     human = (io.read_qrels(cfg.human.qrels, cfg.human.format,
                            grade_map=io.parse_grade_map(cfg.human.grade_map))
              if cfg.human is not None else None)
-    _check_ppi(cfg, pairs, human)
+    check_ppi(cfg, pairs, human)
     if cfg.judge.model not in LEXICAL_NAMES:
         load_prompt(cfg.judge.prompt)
-    check_judge(cfg)
     endpoint = ("the offline baseline" if cfg.judge.model in LEXICAL_NAMES else
                 cfg.judge.base_url or os.environ.get("OPENAI_BASE_URL")
                 or "https://api.openai.com/v1")
