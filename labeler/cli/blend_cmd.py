@@ -12,8 +12,7 @@ from pathlib import Path
 import click
 
 from . import main
-from .judges_cmd import read_label_sets
-from .options import InputFormats, format_option
+from .options import InputFormats, format_option, read_label_sets
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 

@@ -8,23 +8,11 @@ Usage::
 
 from __future__ import annotations
 
-from typing import Any
 
 import click
 
 from . import main
-from .options import InputFormats, echo_result, format_option, read_side
-
-
-def read_label_sets(specs: tuple[str, ...], grade_map: str | None, fmt: str | None = None
-                    ) -> dict[str, Any]:
-    """``[NAME=]PATH`` specs → {name: label records}, each read with ``--grade-map-llm`` (and
-    the format ``fmt`` forces)."""
-    from ..agreement import read_llm
-    from ..leaderboard import named_sets
-
-    return {name: read_side(read_llm, path, grade_map, "--grade-map-llm", fmt)
-            for name, path in named_sets(list(specs)).items()}
+from .options import InputFormats, echo_result, format_option, read_label_sets, read_side
 
 
 @main.command("judges")

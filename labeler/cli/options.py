@@ -25,8 +25,17 @@ import click
 from annotated_types import Ge, Gt, Le
 
 
-__all__ = ["InputFormats", "echo_result", "flag_of", "format_option", "judge_options",
-           "judge_settings", "read_side"]
+__all__ = [
+    "FILE",
+    "InputFormats",
+    "echo_result",
+    "flag_of",
+    "format_option",
+    "judge_options",
+    "judge_settings",
+    "read_label_sets",
+    "read_side",
+]
 
 
 def flag_of(setting: str) -> str:
@@ -116,6 +125,21 @@ def read_side(reader: Callable[..., Any], path: Any, grade_map: str | None, flag
             raise
         raise InputError(exc.message.replace("`grade_map`", flag), path=exc.path,
                          line=exc.line, row=exc.row) from None
+
+
+def read_label_sets(specs: tuple[str, ...], grade_map: str | None, fmt: str | None = None
+                    ) -> dict[str, Any]:
+    """``[NAME=]PATH`` specs → {name: label records}, each read with ``--grade-map-llm`` (and
+    the format ``fmt`` forces): the judges of ``labeler judges`` and ``labeler blend``."""
+    from ..agreement import read_llm
+    from ..leaderboard import named_sets
+
+    return {name: read_side(read_llm, path, grade_map, "--grade-map-llm", fmt)
+            for name, path in named_sets(list(specs)).items()}
+
+
+FILE = click.Path(dir_okay=False, path_type=Path)
+"""A file option's type (its existence is checked by :mod:`labeler.io`, which names it)."""
 
 
 def echo_result(result: Any, as_json: bool) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from . import main
-from .label_cmd import _FILE
+from .options import FILE as _FILE
 from .options import InputFormats, format_option
 
 
