@@ -287,7 +287,9 @@ def _top_rows(grp: _Groups, run: RunArrays, kmax: int | None
     cand = np.arange(n)
     if kmax is not None and kmax < counts.max(initial=0):
         cand = _candidates(grp, score, kmax)
-    rows = cand[_rank_sort(g[cand], score[cand], take(run.chunk, cand))]
+    every = _rank_all(grp, run) if len(cand) == n else None
+    rows = every if every is not None else cand[_rank_sort(g[cand], score[cand],
+                                                           take(run.chunk, cand))]
     row_g = g[rows]
     pos = np.arange(len(rows), dtype=np.int64) - _starts(np.bincount(row_g, minlength=len(
         counts)))[row_g]
@@ -420,22 +422,55 @@ def _starts(counts: np.ndarray) -> np.ndarray:
     return np.cumsum(counts) - counts
 
 
+def _alike(grp: _Groups) -> bool:
+    """Groups alike enough in size for a (groups × longest group) table."""
+    return len(grp.counts) * int(grp.counts.max(initial=0)) <= 2 * len(grp.rows_group()) + 4096
+
+
+def _slots(grp: _Groups) -> np.ndarray:
+    """Each row's place in its group's row of a (groups × longest group) table."""
+    g, counts = grp.rows_group(), grp.counts
+    if grp.by_group is None:
+        return np.arange(len(g), dtype=np.int64) - _starts(counts)[g]
+    slot = np.empty(len(g), dtype=np.int64)
+    slot[grp.by_group] = np.arange(len(g)) - _starts(counts)[g[grp.by_group]]
+    return slot
+
+
 def _candidates(grp: _Groups, score: np.ndarray, k: int) -> np.ndarray:
     """Rows scoring at least their group's k-th best score (ties at that score included):
     a superset of every group's top k, found without a sort when groups are alike in size."""
     g, counts = grp.rows_group(), grp.counts
-    width = int(counts.max(initial=0))
-    if len(counts) * width > 2 * len(g) + 4096:     # very uneven groups: sort everything
+    if not _alike(grp):     # very uneven groups: sort everything
         return np.arange(len(g))
-    if grp.by_group is None:
-        slot = np.arange(len(g), dtype=np.int64) - _starts(counts)[g]
-    else:
-        slot = np.empty(len(g), dtype=np.int64)
-        slot[grp.by_group] = np.arange(len(g)) - _starts(counts)[g[grp.by_group]]
-    table = np.full((len(counts), width), -np.inf)
-    table[g, slot] = score
+    table = np.full((len(counts), int(counts.max(initial=0))), -np.inf)
+    table[g, _slots(grp)] = score
     kth = -np.partition(-table, k - 1, axis=1)[:, k - 1]
     return np.flatnonzero(score >= kth[g])
+
+
+def _rank_all(grp: _Groups, run: RunArrays) -> np.ndarray | None:
+    """Every row in rank order (group, score desc, chunk id desc) when groups are alike in
+    size: each group's scores sorted in one (groups × longest group) table, then only the
+    runs of tied scores ordered by chunk id; None for very uneven groups."""
+    if not _alike(grp):
+        return None
+    g, counts = grp.rows_group(), grp.counts
+    shape = (len(counts), int(counts.max(initial=0)))
+    slot = _slots(grp)
+    neg = np.full(shape, np.inf)   # empty cells sort last
+    neg[g, slot] = -run.score
+    row_of = np.full(shape, -1, dtype=np.int64)
+    row_of[g, slot] = np.arange(len(g))
+    rows = np.take_along_axis(row_of, np.argsort(neg, axis=1), axis=1).ravel()
+    rows = rows[rows >= 0]
+    row_g, score = g[rows], run.score[rows]
+    tied = np.flatnonzero((row_g[1:] == row_g[:-1]) & (score[1:] == score[:-1]))
+    if len(tied):   # each run of equal scores in trec_eval's order
+        at = np.union1d(tied, tied + 1)
+        members = rows[at]
+        rows[at] = members[_rank_sort(g[members], run.score[members], take(run.chunk, members))]
+    return rows
 
 
 def _stable_group_order(g: np.ndarray, n_groups: int) -> np.ndarray:

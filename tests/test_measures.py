@@ -116,9 +116,18 @@ def _ours(res: scoring.ScoreResult, key: str, system: str) -> dict[str, float]:
     return dict(zip(mine["query_id"], mine["value"]))
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_every_measure_equals_pytrec_eval_per_query(seed: int) -> None:
+@pytest.mark.parametrize("seed,order", [(0, "as made"), (1, "as made"), (2, "shuffled"),
+                                        (3, "one run, ranked")])
+def test_every_measure_equals_pytrec_eval_per_query(seed: int, order: str) -> None:
+    # rows shuffled, or one system's rows grouped by query and ranked (as run files come):
+    # the scorer ranks whole rankings by different paths, and ties must fall as trec_eval's
     qrels, run = generate(seed)
+    if order == "shuffled":
+        run = run.sample(frac=1, random_state=seed).reset_index(drop=True)
+    elif order == "one run, ranked":
+        run = run[run["system"] == run["system"].iloc[0]].sort_values(
+            ["query_id", "score"], ascending=[True, False], kind="stable").reset_index(drop=True)
+        assert run.duplicated(["query_id", "score"]).any()   # ties to put in order
     res = scoring.evaluate(qrels, run, k=10, measures=MEASURES, include_empty=True)
     default = scoring.evaluate(qrels, run, k=10, measures=MEASURES)
     for text in MEASURES:

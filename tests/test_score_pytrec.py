@@ -206,3 +206,27 @@ def test_trec_dl_2019_slice_equals_pytrec(data_dir: Path) -> None:
                 assert ours[q] == pytest.approx(v[f"ndcg_cut_{k}"], abs=1e-9), (path.stem, q, k)
             mean = np.mean([v[f"ndcg_cut_{k}"] for v in expected.values()])
             assert res.mean(path.stem, k) == pytest.approx(mean, abs=1e-9)
+
+
+@pytest.mark.parametrize("twin,of", [(12, 11), (9, 6)])
+def test_a_chunk_ranked_twice_is_found_in_whole_rankings(monkeypatch: pytest.MonkeyPatch,
+                                                          twin: int, of: int) -> None:
+    # With an uncut measure every row is looked up a block at a time, and the run is checked
+    # on the way: a repeat must be found wherever it falls. Queries of 5 rows, blocks of 8:
+    # rows 11 and 12 share a query that lies inside the second block; rows 6 and 9 share
+    # one cut by the edge between the first two blocks.
+    from labeler import _lookup
+    from labeler.errors import InputError
+
+    monkeypatch.setattr(_lookup, "_BLOCK", 8)
+    n = 40
+    run = pd.DataFrame({"query_id": [f"q{i // 5}" for i in range(n)],
+                        "chunk_id": [f"d{i}" for i in range(n)],
+                        "score": [float(5 - i % 5) for i in range(n)], "system": "bm25"})
+    qrels = pd.DataFrame({"query_id": [f"q{i // 5}" for i in range(0, n, 2)],
+                          "chunk_id": [f"d{i}" for i in range(0, n, 2)], "grade": 1})
+    assert scoring.evaluate(qrels, run, k=10, measures=["AP"]).mean("bm25", measure="AP") > 0
+    assert run.loc[twin, "query_id"] == run.loc[of, "query_id"]
+    run.loc[twin, "chunk_id"] = run.loc[of, "chunk_id"]
+    with pytest.raises(InputError, match="ranked twice"):
+        scoring.evaluate(qrels, run, k=10, measures=["AP"])
