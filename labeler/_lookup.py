@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeAlias, TypeVar
 
 import numpy as np
@@ -157,6 +156,8 @@ def judged_rows(row_q: Callable[[int, int], np.ndarray], run_chunk: Strings,
         blocks += [(base + lo, chunk.slice(lo, _BLOCK)) for lo in range(0, len(chunk), _BLOCK)]
         base += len(chunk)
     if len(blocks) > 1 and THREADS > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
             done = list(pool.map(one, blocks))
     else:
