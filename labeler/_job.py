@@ -52,6 +52,8 @@ class Job:
         self.tokens_in = [0] * n  # billed in this job, failed attempts included
         self.tokens_out = [0] * n
         self.keys: dict[int, str] = {}
+        self._looked_up: int | None = None  # the cache's version at the bulk lookup
+        self._stored: set[str] = set()  # keys this job stored (a pair may repeat another)
         self.input_tokens = self.output_tokens = 0
         self.rpm = RateLimiter(rpm) if rpm else None
         self.tpm = RateLimiter(tpm) if tpm else None
@@ -104,7 +106,8 @@ class Job:
         keys = [key(material(self.queries[slot // samples], self.chunks[slot // samples],
                              slot % samples)) for slot in range(len(self.verdicts))]
         try:
-            found = self.cache.get_many(keys)
+            self._looked_up = self.cache.version()  # before the lookup: a write in between
+            found = self.cache.get_many(keys)        # shows as a change, never as a miss
         except CacheError as exc:
             self._drop_cache(exc)
             self.keys.update(enumerate(keys))  # a batch job names its requests by them
@@ -121,10 +124,19 @@ class Job:
         return todo
 
     def _cached(self, slot: int) -> Verdict | None:
+        """The slot's verdict if it was stored since the bulk lookup — by another job sharing
+        the cache, or by this one for an identical request. While no other job has written
+        to the cache since the lookup (its version is unchanged), only this job's own keys
+        need a look; after the first change, every key is looked up."""
         if self.cache is None:
             return None
+        key = self.keys[slot]
+        if self._looked_up is not None and key not in self._stored:
+            if self.cache.version() == self._looked_up:
+                return None
+            self._looked_up = None  # another job wrote: look every key up from now on
         try:
-            return self.cache.get(self.keys[slot])
+            return self.cache.get(key)
         except CacheError as exc:
             self._drop_cache(exc)
             return None
@@ -136,6 +148,8 @@ class Job:
             self.cache.set(self.keys[slot], verdict)
         except CacheError as exc:
             self._drop_cache(exc)
+        else:
+            self._stored.add(self.keys[slot])
 
     def _drop_cache(self, exc: CacheError) -> None:
         """Warn once and go on without the cache (the labels are still written)."""

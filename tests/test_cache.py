@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -170,3 +171,38 @@ def test_two_jobs_sharing_one_cache_directory_both_finish(tmp_path: Path) -> Non
     assert mine.summary.cached > 0  # it did pick up what the other process had stored
     with LabelCache(cache_dir) as cache:
         assert len(cache) == n
+
+
+def test_an_answer_stored_by_another_job_mid_run_is_not_asked_again(tmp_path: Path) -> None:
+    """After this job's lookup, another job (another connection) stores the last pair's
+    verdict: this job takes it from the cache instead of paying for it."""
+    pairs = make_pairs(4)
+    with FakeLLMServer(latency=0.2) as srv, LabelCache(tmp_path / "cache") as cache:
+        judge = judge_for(srv, structured="json_schema")
+        last = cache_key(judge.cache_material(pairs["query"].iloc[3], pairs["chunk"].iloc[3]))
+
+        def other_job() -> None:
+            deadline = time.monotonic() + 10
+            while srv.calls < 1 and time.monotonic() < deadline:  # the first pair is asked
+                time.sleep(0.01)
+            with LabelCache(tmp_path / "cache") as other:
+                other.set(last, Verdict(grade=3, rationale="from the other job"))
+
+        writer = threading.Thread(target=other_job)
+        writer.start()
+        result = label_pairs(pairs, judge, cache=cache, concurrency=1, retry=FAST)
+        writer.join()
+        asked = srv.calls
+    rec = result.records
+    assert asked == 3 and bool(rec["cached"].iloc[3]) and not rec["cached"].iloc[:3].any()
+    assert rec["rationale"].iloc[3] == "from the other job" and int(rec["grade"].iloc[3]) == 3
+
+
+def test_a_pair_repeating_another_in_the_same_job_is_paid_once(tmp_path: Path) -> None:
+    pairs = make_pairs(3)
+    pairs.loc[2, ["query", "chunk"]] = pairs.loc[0, ["query", "chunk"]].to_numpy()
+    with FakeLLMServer() as srv, LabelCache(tmp_path / "cache") as cache:
+        result = label_pairs(pairs, judge_for(srv, structured="json_schema"), cache=cache,
+                             concurrency=1, retry=FAST)
+        asked = srv.calls
+    assert asked == 2 and result.records["cached"].tolist() == [False, False, True]
