@@ -401,21 +401,15 @@ class OpenAIJudge:
                 **structured_fields(mode, self.server)}
 
     async def _request(self, mode: Mode, messages: list[dict[str, Any]], sample: int) -> Any:
-        """Send one request; the decoded JSON body of a 2xx answer (any shape).
-
-        The body is already plain JSON, built by :meth:`_body`: it goes through the client's
-        own ``post`` (same URL, headers, auth, timeout and error classes as
-        ``chat.completions.create``) without the typed-parameter transform that ``create``
-        runs on every call — about half a millisecond of CPU per request, which at high
-        concurrency is the client's limit. The answer is read as text and decoded once.
-        """
+        """Send one request; the decoded JSON body of a 2xx answer (any shape). The plain JSON
+        body goes through the client's ``post`` (URL, headers, key, timeout and errors as in
+        ``chat.completions.create``, without its typed-parameter transform: ~0.5 ms of CPU
+        per request, the client's limit at high concurrency); the answer is decoded once."""
         body = self._body(mode, messages, sample)
-        client = self._get_client()
         self.calls += 1
         try:
-            text = await _deadline(client.post(
-                _CHAT_PATH, body=body, cast_to=str,
-                options={"security": {"bearer_auth": True}}),  # as chat.completions.create
+            text = await _deadline(self._get_client().post(
+                _CHAT_PATH, body=body, cast_to=str, options={"security": {"bearer_auth": True}}),
                 self.timeout)
         except asyncio.TimeoutError:
             raise NoAnswer(f"timed out after {self.timeout:g}s (`timeout` bounds the whole "
