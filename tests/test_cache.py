@@ -206,3 +206,14 @@ def test_a_pair_repeating_another_in_the_same_job_is_paid_once(tmp_path: Path) -
                              concurrency=1, retry=FAST)
         asked = srv.calls
     assert asked == 2 and result.records["cached"].tolist() == [False, False, True]
+
+
+def test_the_cached_form_keeps_every_field_of_a_verdict_but_the_raw_answer() -> None:
+    from dataclasses import fields
+
+    v = Verdict(grade=2, rationale="why", input_tokens=3, output_tokens=4, expected_grade=1.5,
+                raw="the model's whole answer")
+    stored = v.to_cache()
+    assert set(stored) == {f.name for f in fields(Verdict)} - {"raw"}
+    assert Verdict.from_cache(stored) == Verdict(grade=2, rationale="why", input_tokens=3,
+                                                 output_tokens=4, expected_grade=1.5)
