@@ -10,8 +10,10 @@ Usage (internal; see :func:`labeler.label.alabel_pairs`)::
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -24,6 +26,8 @@ from .limits import RateLimiter, RetryPolicy
 from .schema import LABEL_COLUMNS, STATUS, STATUS_FAILED, STATUS_OK
 
 DEAD_AFTER = 10
+LOOKUP_CHUNK = 500
+"""Slots whose cache keys are computed and looked up together, as the workers reach them."""
 """Requests in a row with no answer (at least twice the concurrency) that stop the job."""
 
 
@@ -71,14 +75,15 @@ class Job:
         self._stop_event = asyncio.Event()
         self.dead_after = max(DEAD_AFTER, 2 * concurrency)
         waiter: asyncio.Future[Any] | None = None
+        todo = self._todo()
         try:
-            todo = self._lookup_cache()
-            if not todo:
-                return
+            first = next(todo, None)
+            if first is None:
+                return  # everything cached: not even the preflight
             await self.judge.preflight()
-            slots = iter(todo)
+            slots = itertools.chain([first], todo)
             workers = [asyncio.ensure_future(self._worker(slots))
-                       for _ in range(min(concurrency, len(todo)))]
+                       for _ in range(min(concurrency, len(self.verdicts) - first))]
             everything = asyncio.gather(*workers)
             waiter = asyncio.ensure_future(self._stop_event.wait())
             await asyncio.wait([everything, waiter], return_when=asyncio.FIRST_COMPLETED)
@@ -90,6 +95,8 @@ class Job:
             for task in [*workers, *([waiter] if waiter else [])]:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            for _ in todo:  # a job stopped early still fills every cached vote
+                pass
             self.bar.close()
 
     def _stop(self, exc: EndpointError, exit_code: int) -> None:
@@ -102,25 +109,43 @@ class Job:
         """Fill cached votes; return the slots still to judge."""
         if self.cache is None:
             return list(range(len(self.verdicts)))
+        return self._lookup(range(len(self.verdicts)))
+
+    def _todo(self) -> Iterator[int]:
+        """The slots still to judge, in order, the cache looked up :data:`LOOKUP_CHUNK` slots
+        at a time as the workers take them: the first requests leave after one chunk's keys,
+        not all of them (a fully cached job still looks everything up before any request)."""
+        n, chunk = len(self.verdicts), LOOKUP_CHUNK
+        for start in range(0, n, chunk):
+            if self.cache is None:
+                yield from range(start, n)
+                return
+            yield from self._lookup(range(start, min(n, start + chunk)))
+
+    def _lookup(self, slots: range) -> list[int]:
+        """Fill the cached votes among ``slots``; return those still to judge."""
+        if self.cache is None:
+            return list(slots)
         key, material, samples = self.cache.key, self.judge.cache_material, self.samples
         keys = [key(material(self.queries[slot // samples], self.chunks[slot // samples],
-                             slot % samples)) for slot in range(len(self.verdicts))]
+                             slot % samples)) for slot in slots]
         try:
-            self._looked_up = self.cache.version()  # before the lookup: a write in between
-            found = self.cache.get_many(keys)        # shows as a change, never as a miss
+            if slots.start == 0:  # before the first lookup: a write in between shows as a
+                self._looked_up = self.cache.version()  # change, never as a miss
+            found = self.cache.get_many(keys)
         except CacheError as exc:
             self._drop_cache(exc)
-            self.keys.update(enumerate(keys))  # a batch job names its requests by them
-            return list(range(len(self.verdicts)))
+            self.keys.update(zip(slots, keys))  # a batch job names its requests by them
+            return list(slots)
         todo: list[int] = []
-        for slot, verdict in enumerate(found):
+        for slot, k, verdict in zip(slots, keys, found):
             if verdict is None:
-                self.keys[slot] = keys[slot]
+                self.keys[slot] = k
                 todo.append(slot)
             else:
                 self.verdicts[slot] = verdict
                 self.cached[slot] = 1
-        self.bar.advance(len(self.verdicts) - len(todo), cached=True)
+        self.bar.advance(len(slots) - len(todo), cached=True)
         return todo
 
     def _cached(self, slot: int) -> Verdict | None:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from labeler import io
@@ -217,3 +218,31 @@ def test_the_cached_form_keeps_every_field_of_a_verdict_but_the_raw_answer() -> 
     assert set(stored) == {f.name for f in fields(Verdict)} - {"raw"}
     assert Verdict.from_cache(stored) == Verdict(grade=2, rationale="why", input_tokens=3,
                                                  output_tokens=4, expected_grade=1.5)
+
+
+def test_cached_votes_past_the_first_lookup_are_used_and_kept_when_the_job_stops_early(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache is looked up a few slots at a time as the job goes: cached votes beyond the
+    first lookup are not asked, and a job stopped early (key revoked) still records every
+    cached vote as judged."""
+    import labeler._job
+
+    monkeypatch.setattr(labeler._job, "LOOKUP_CHUNK", 4)
+    pairs = make_pairs(16)
+    for revoke_after, cached_rows in ((None, [9, 14]), (2, [9, 14])):
+        with FakeLLMServer(api_key="sk-test", revoke_after=revoke_after) as srv, \
+                LabelCache(tmp_path / f"cache{revoke_after}") as cache:
+            judge = judge_for(srv, structured="json_schema", api_key="sk-test")
+            for i in cached_rows:
+                cache.set(cache_key(judge.cache_material(pairs["query"].iloc[i],
+                                                         pairs["chunk"].iloc[i])),
+                          Verdict(grade=1, rationale="stored earlier"))
+            result = label_pairs(pairs, judge, cache=cache, concurrency=1, retry=FAST)
+            asked = srv.calls
+        rec = result.records
+        assert rec.index[rec["cached"]].tolist() == cached_rows
+        assert (rec.loc[cached_rows, "rationale"] == "stored earlier").all()
+        if revoke_after is None:
+            assert asked == 14 and (rec["status"] == "ok").all()
+        else:  # two answers, then the refusal stops the job: the cached votes still count
+            assert result.summary.stopped and (rec["status"] == "ok").sum() == 2 + 2
