@@ -26,9 +26,9 @@ from .limits import RateLimiter, RetryPolicy
 from .schema import LABEL_COLUMNS, STATUS, STATUS_FAILED, STATUS_OK
 
 DEAD_AFTER = 10
+"""Requests in a row with no answer (at least twice the concurrency) that stop the job."""
 LOOKUP_CHUNK = 500
 """Slots whose cache keys are computed and looked up together, as the workers reach them."""
-"""Requests in a row with no answer (at least twice the concurrency) that stop the job."""
 
 
 class Job:
