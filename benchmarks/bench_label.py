@@ -109,6 +109,7 @@ def command_throughput(n: int, concurrency: int, rounds: int) -> dict[str, Any]:
 
     pairs = make_pairs(n)
     wall = {"bare": 0.0, "command": 0.0}
+    cpu = {"bare": 0.0, "command": 0.0}  # the command: its own process's CPU (RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as tmp, \
             FakeLLMServer(latency=0.05, in_process=False, record=False) as srv:
         src = Path(tmp) / "pairs.jsonl"
@@ -119,19 +120,30 @@ def command_throughput(n: int, concurrency: int, rounds: int) -> dict[str, Any]:
                   for q, c in zip(pairs["query"], pairs["chunk"])]
         asyncio.run(bare_loop(srv.base_url, bodies[:concurrency], concurrency))  # warm-up
         for r in range(rounds):
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             asyncio.run(bare_loop(srv.base_url, bodies, concurrency))
             wall["bare"] += time.perf_counter() - t0
+            cpu["bare"] += time.process_time() - c0
             cmd = [sys.executable, "-m", "labeler", "label", "--pairs", str(src),
                    "--model", "fake-judge", "--base-url", srv.base_url, "--structured",
                    "json_schema", "--concurrency", str(concurrency),
                    "--cache-dir", str(Path(tmp) / f"cache{r}"),
                    "--out", str(Path(tmp) / f"labels{r}.jsonl")]
-            t0 = time.perf_counter()
+            u0, t0 = _children_cpu(), time.perf_counter()
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wall["command"] += time.perf_counter() - t0
+            cpu["command"] += _children_cpu() - u0
+    total = n * rounds
     return {"n": n, "rounds": rounds, "ratio": wall["bare"] / wall["command"],
-            "bare_pps": n * rounds / wall["bare"], "command_pps": n * rounds / wall["command"]}
+            "bare_pps": total / wall["bare"], "command_pps": total / wall["command"],
+            "bare_cpu_ms": 1000 * cpu["bare"] / total,
+            "command_cpu_ms": 1000 * cpu["command"] / total}
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def faults(n: int, concurrency: int) -> dict[str, Any]:
@@ -238,7 +250,8 @@ def main() -> int:
         f"the whole `labeler label` command (start-up, cache writes, output), {n_cmd:,} pairs "
         f"× {cmd['rounds']} rounds",
         f"{cmd['command_pps']:.0f} pairs/s vs bare loop {cmd['bare_pps']:.0f}/s = "
-        f"**{cmd['ratio']:.2f}**", "≥ 0.90", cmd["ratio"] >= 0.90)
+        f"**{cmd['ratio']:.2f}** (CPU {cmd['command_cpu_ms']:.2f} vs {cmd['bare_cpu_ms']:.2f} "
+        "ms/pair, the command's start-up included)", "≥ 0.90", cmd["ratio"] >= 0.90)
     if args.only == "command":
         print("| measurement | result | bar | ok |\n| --- | --- | --- | --- |")
         print(f"| {command_row[0]} | {command_row[1]} | {command_row[2]} | "

@@ -1,5 +1,5 @@
 """``python -m labeler`` runs the CLI."""
 
-from labeler.cli import main
+from labeler.cli import run
 
-main()
+run()

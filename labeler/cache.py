@@ -105,6 +105,20 @@ class LabelCache:
                 found[key] = store._disk.fetch(mode, filename, value, False)
         return found
 
+    def version(self) -> int | None:
+        """A number that changes whenever another connection — another job, in this process
+        or another — commits to the cache (SQLite's ``data_version``; this object's own
+        writes leave it alone). ``None`` when it cannot be read: then assume it changed.
+
+        A job reads it before its bulk lookup; while it is unchanged, no other job has
+        stored anything since, so a key not found then is still not there (one cheap PRAGMA
+        instead of a lookup before each request)."""
+        try:
+            row = self._store._sql("PRAGMA data_version").fetchone()
+            return int(row[0])
+        except (*_FAULTS, AttributeError, TypeError, ValueError, IndexError):
+            return None
+
     def set(self, key: str, verdict: Verdict) -> None:
         """Store a successful verdict (committed at once); :class:`CacheError` on failure."""
         try:

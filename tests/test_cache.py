@@ -6,10 +6,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from labeler import io
@@ -170,3 +172,77 @@ def test_two_jobs_sharing_one_cache_directory_both_finish(tmp_path: Path) -> Non
     assert mine.summary.cached > 0  # it did pick up what the other process had stored
     with LabelCache(cache_dir) as cache:
         assert len(cache) == n
+
+
+def test_an_answer_stored_by_another_job_mid_run_is_not_asked_again(tmp_path: Path) -> None:
+    """After this job's lookup, another job (another connection) stores the last pair's
+    verdict: this job takes it from the cache instead of paying for it."""
+    pairs = make_pairs(4)
+    with FakeLLMServer(latency=0.2) as srv, LabelCache(tmp_path / "cache") as cache:
+        judge = judge_for(srv, structured="json_schema")
+        last = cache_key(judge.cache_material(pairs["query"].iloc[3], pairs["chunk"].iloc[3]))
+
+        def other_job() -> None:
+            deadline = time.monotonic() + 10
+            while srv.calls < 1 and time.monotonic() < deadline:  # the first pair is asked
+                time.sleep(0.01)
+            with LabelCache(tmp_path / "cache") as other:
+                other.set(last, Verdict(grade=3, rationale="from the other job"))
+
+        writer = threading.Thread(target=other_job)
+        writer.start()
+        result = label_pairs(pairs, judge, cache=cache, concurrency=1, retry=FAST)
+        writer.join()
+        asked = srv.calls
+    rec = result.records
+    assert asked == 3 and bool(rec["cached"].iloc[3]) and not rec["cached"].iloc[:3].any()
+    assert rec["rationale"].iloc[3] == "from the other job" and int(rec["grade"].iloc[3]) == 3
+
+
+def test_a_pair_repeating_another_in_the_same_job_is_paid_once(tmp_path: Path) -> None:
+    pairs = make_pairs(3)
+    pairs.loc[2, ["query", "chunk"]] = pairs.loc[0, ["query", "chunk"]].to_numpy()
+    with FakeLLMServer() as srv, LabelCache(tmp_path / "cache") as cache:
+        result = label_pairs(pairs, judge_for(srv, structured="json_schema"), cache=cache,
+                             concurrency=1, retry=FAST)
+        asked = srv.calls
+    assert asked == 2 and result.records["cached"].tolist() == [False, False, True]
+
+
+def test_the_cached_form_keeps_every_field_of_a_verdict_but_the_raw_answer() -> None:
+    from dataclasses import fields
+
+    v = Verdict(grade=2, rationale="why", input_tokens=3, output_tokens=4, expected_grade=1.5,
+                raw="the model's whole answer")
+    stored = v.to_cache()
+    assert set(stored) == {f.name for f in fields(Verdict)} - {"raw"}
+    assert Verdict.from_cache(stored) == Verdict(grade=2, rationale="why", input_tokens=3,
+                                                 output_tokens=4, expected_grade=1.5)
+
+
+def test_cached_votes_past_the_first_lookup_are_used_and_kept_when_the_job_stops_early(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache is looked up a few slots at a time as the job goes: cached votes beyond the
+    first lookup are not asked, and a job stopped early (key revoked) still records every
+    cached vote as judged."""
+    import labeler._job
+
+    monkeypatch.setattr(labeler._job, "LOOKUP_CHUNK", 4)
+    pairs = make_pairs(16)
+    for revoke_after, cached_rows in ((None, [9, 14]), (2, [9, 14])):
+        with FakeLLMServer(api_key="sk-test", revoke_after=revoke_after) as srv, \
+                LabelCache(tmp_path / f"cache{revoke_after}") as cache:
+            judge = judge_for(srv, structured="json_schema", api_key="sk-test")
+            for i in cached_rows:
+                cache.set(cache_key(judge.cache_material(pairs["query"].iloc[i],
+                                                         pairs["chunk"].iloc[i])),
+                          Verdict(grade=1, rationale="stored earlier"))
+            result = label_pairs(pairs, judge, cache=cache, concurrency=1, retry=FAST)
+            asked = srv.calls
+        rec = result.records
+        assert rec.index[rec["cached"]].tolist() == cached_rows
+        assert (rec.loc[cached_rows, "rationale"] == "stored earlier").all()
+        if revoke_after is None:
+            assert asked == 14 and (rec["status"] == "ok").all()
+        else:  # two answers, then the refusal stops the job: the cached votes still count
+            assert result.summary.stopped and (rec["status"] == "ok").sum() == 2 + 2

@@ -14,7 +14,7 @@ Usage::
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import JudgeError
@@ -35,9 +35,9 @@ class Verdict:
 
     def to_cache(self) -> dict[str, Any]:
         """The cached form: plain values only (never headers, never a key)."""
-        out = asdict(self)
-        out.pop("raw")
-        return out
+        return {"grade": self.grade, "rationale": self.rationale,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "expected_grade": self.expected_grade}
 
     @classmethod
     def from_cache(cls, value: dict[str, Any]) -> Verdict:

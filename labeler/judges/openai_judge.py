@@ -59,9 +59,7 @@ DEFAULT_MAX_WAIT = 600.0
 SAMPLING_TEMPERATURE = 0.7
 TOP_LOGPROBS = 4
 _REFUSAL_STATUS = (400, 422, 500, 501)
-_CREATE_KEYS = frozenset(("model", "messages", "temperature", "max_tokens",
-                          "max_completion_tokens", "seed", "logprobs", "top_logprobs",
-                          "response_format", "n"))
+_CHAT_PATH = "/chat/completions"
 CORRECTION = ("Your answer could not be used ({reason}). Reply with only a JSON object "
               'such as {{"grade": 2, "rationale": "one short sentence"}}, where grade is 0, '
               "1, 2 or 3.")
@@ -403,16 +401,16 @@ class OpenAIJudge:
                 **structured_fields(mode, self.server)}
 
     async def _request(self, mode: Mode, messages: list[dict[str, Any]], sample: int) -> Any:
-        """Send one request; the decoded JSON body of a 2xx answer (any shape)."""
+        """Send one request; the decoded JSON body of a 2xx answer (any shape). The plain JSON
+        body goes through the client's ``post`` (URL, headers, key, timeout and errors as in
+        ``chat.completions.create``, without its typed-parameter transform: ~0.5 ms of CPU
+        per request, the client's limit at high concurrency); the answer is decoded once."""
         body = self._body(mode, messages, sample)
-        known = {k: v for k, v in body.items() if k in _CREATE_KEYS}
-        extra = {k: v for k, v in body.items() if k not in _CREATE_KEYS}
-        create: Any = self._get_client().chat.completions.with_raw_response.create
         self.calls += 1
         try:
-            raw = await _deadline(create(**known, **({"extra_body": extra} if extra else {})),
-                                  self.timeout)
-            text = raw.text
+            text = await _deadline(self._get_client().post(
+                _CHAT_PATH, body=body, cast_to=str, options={"security": {"bearer_auth": True}}),
+                self.timeout)
         except asyncio.TimeoutError:
             raise NoAnswer(f"timed out after {self.timeout:g}s (`timeout` bounds the whole "
                            "request)") from None
