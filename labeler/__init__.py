@@ -23,15 +23,9 @@ instant.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, EndpointError, InputError, JudgeError, LabelerError
-
-try:
-    __version__ = version("labeler")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0"
 
 if TYPE_CHECKING:
     from .agreement import AgreementReport
@@ -66,7 +60,17 @@ __all__ = ["AgreementReport", "Comparison", "ConfigError", "EndpointError", "Inp
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public function or class on first use (PEP 562)."""
+    """Import a public function or class on first use (PEP 562); ``__version__`` too (reading
+    the installed metadata costs a command's start-up ~15 ms)."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("labeler")
+        except PackageNotFoundError:  # running from a source tree
+            value = "0.0.0"
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'labeler' has no attribute {name!r}")
