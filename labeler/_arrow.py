@@ -149,7 +149,6 @@ class Bytes:
         w &= _MASKS[np.minimum(lens, 8) if j == 0 else np.clip(lens - 8 * j, 0, 8)]
         return w
 
-
     def word_at(self, rows: np.ndarray, j: int) -> np.ndarray:
         """Bytes 8j..8j+7 of the values at ``rows`` (zero past each one's end)."""
         first = self.offsets[rows] + 8 * j
@@ -287,16 +286,15 @@ def changes(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return pc.not_equal(arr.slice(1), arr.slice(0, len(arr) - 1)).to_numpy(zero_copy_only=False)
 
 
-def group_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
-    """(int64 code of each row, number of codes): equal values, equal codes. Rows that come
-    in runs of equal values (a run file's queries) cost one comparison per row and an
-    encoding of the runs' first values only."""
+def group_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """:func:`encode`, cheaper for rows that come in runs of equal values (a run file's or
+    a qrels file's queries): one comparison per row and an encoding of the runs' first
+    values only."""
     heads = np.flatnonzero(np.concatenate([[len(arr) > 0], changes(arr)]))
     if len(heads) > len(arr) // 4:
-        codes, values = encode(arr)
-        return codes, len(values)
+        return encode(arr)
     head_codes, values = encode(take(arr, heads))
-    return np.repeat(head_codes, np.diff(np.append(heads, len(arr)))), len(values)
+    return np.repeat(head_codes, np.diff(np.append(heads, len(arr)))), values
 
 
 def may_repeat(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray | None = None,
@@ -321,9 +319,10 @@ def may_repeat(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray | None = None
             if np.any(key[:, 1:] == key[:, :-1]):
                 return True
         return False
-    if groups is not None and len(groups) > _BLOCK and _contiguous(groups):
-        # each group in one run of rows: sort whole groups a slice at a time
-        starts = np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]]))
+    starts = (np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]]))
+              if groups is not None and len(groups) > _BLOCK else None)
+    if groups is not None and starts is not None and len(np.unique(groups[starts])) == len(
+            starts):   # each group in one run of rows: sort whole groups a slice at a time
         at = np.searchsorted(starts, np.arange(0, len(arr), _BLOCK))
         cuts = np.unique(starts[np.minimum(at, len(starts) - 1)])
         for lo, hi in zip(cuts, np.append(cuts[1:], len(arr))):
@@ -333,9 +332,3 @@ def may_repeat(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray | None = None
         return False
     key = hash_ids(arr) if groups is None else group_keys(arr, groups)
     return has_equal_neighbours(np.sort(key))
-
-
-def _contiguous(groups: np.ndarray) -> bool:
-    """Whether each group's rows come in one run."""
-    starts = np.concatenate([[True], groups[1:] != groups[:-1]])
-    return len(np.unique(groups[starts])) == int(starts.sum())

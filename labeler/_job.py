@@ -107,8 +107,6 @@ class Job:
 
     def _lookup_cache(self) -> list[int]:
         """Fill cached votes; return the slots still to judge."""
-        if self.cache is None:
-            return list(range(len(self.verdicts)))
         return self._lookup(range(len(self.verdicts)))
 
     def _todo(self) -> Iterator[int]:
@@ -117,9 +115,6 @@ class Job:
         not all of them (a fully cached job still looks everything up before any request)."""
         n, chunk = len(self.verdicts), LOOKUP_CHUNK
         for start in range(0, n, chunk):
-            if self.cache is None:
-                yield from range(start, n)
-                return
             yield from self._lookup(range(start, min(n, start + chunk)))
 
     def _lookup(self, slots: range) -> list[int]:

@@ -12,9 +12,9 @@ Usage::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, TypeAlias, TypeVar
 
 import numpy as np
@@ -175,8 +175,8 @@ def _one_chunk(arr: Strings) -> pa.Array:
 
 
 class _Bitmap:
-    """A one-hash Bloom filter of uint64 keys, one bit per slot, ~21 slots per key (about
-    one false positive in 20): ``may_hold`` rules most absent keys out with one lookup."""
+    """A one-hash Bloom filter of uint64 keys, 16 to 32 one-bit slots per key (an absent key
+    passes about once in 16 to 32): ``may_hold`` rules most absent keys out with one lookup."""
 
     _MUL = np.uint64(0x9E3779B97F4A7C15)
 

@@ -212,16 +212,15 @@ def summarise(out: KernelOut, blocks: list[Block], extra: Missing | None,
     bounds = np.searchsorted(system[order], np.arange(len(out.system_names) + 1))
     in_run = np.concatenate([np.ones(len(inq), dtype=bool), np.zeros(n_extra, dtype=bool)])
     counted = in_run | complete
-    by_key = {key: (value, empty, extra_empty) for key, value, empty, extra_empty in blocks}
+    no_extra = np.zeros(n_extra, dtype=bool)
+    by_key = {key: (np.concatenate([value, np.zeros(n_extra)]),
+                    np.concatenate([empty, no_extra if extra_empty is None else extra_empty]))
+              for key, value, empty, extra_empty in blocks}   # queries the run lacks last
     rows = []
     for si, name in enumerate(out.system_names):
         mine = order[bounds[si]:bounds[si + 1]]
         for m in measures:
-            value, empty, extra_empty = by_key[m.key]
-            if n_extra:
-                value = np.concatenate([value, np.zeros(n_extra)])
-                empty = np.concatenate([empty, extra_empty if extra_empty is not None
-                                        else np.zeros(n_extra, dtype=bool)])
+            value, empty = by_key[m.key]
             v, e, c = value[mine], empty[mine], counted[mine]
             kept = v[c & (~e | include_empty)]
             rows.append((name, m.key, float(kept.mean()) if len(kept) else math.nan,

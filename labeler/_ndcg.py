@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow
-from ._arrow import changes, clean_ids, encode, take
+from ._arrow import changes, clean_ids, encode, group_codes, take
 from ._lookup import UNJUDGED, QrelsIndex, judged_rows, lookup_grades
 
 Strings: TypeAlias = pa.Array | pa.ChunkedArray
@@ -165,14 +165,12 @@ def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: 
     # DCG and judged share per k: bincount adds in rank order, as trec_eval sums
     ng = len(grp.counts)
     contrib = gain_of(np.maximum(grades, 0), gain) / discounts(int(pos.max(initial=0)) + 1)[pos]
-    judged_flag = np.ones(len(grades))
     dcg = np.empty((ng, len(ks)))
     judged = np.empty((ng, len(ks)))
     for j, k in enumerate(ks):
         m = pos < k
         dcg[:, j] = np.bincount(row_g[m], weights=contrib[m], minlength=ng)
-        judged[:, j] = (np.bincount(row_g[m], weights=judged_flag[m], minlength=ng)
-                        / np.minimum(grp.counts, k))
+        judged[:, j] = np.bincount(row_g[m], minlength=ng) / np.minimum(grp.counts, k)
 
     in_qrels = np.bincount(qr_q, minlength=n_codes)[grp.group_q] > 0
     if ideal == "run":
@@ -257,12 +255,7 @@ def _qrels_codes(query: Strings, q_dict: Strings, check_ids: bool) -> tuple[np.n
     from ``len(q_dict)`` on. Returns the codes and the number of codes."""
     if len(query) == 0:
         return np.zeros(0, np.int64), len(q_dict)
-    heads = np.flatnonzero(np.concatenate([[True], changes(query)]))
-    if len(heads) <= len(query) // 4:   # grouped by query, as qrels files come: encode heads
-        head_codes, dictionary = encode(take(query, heads))
-        codes = np.repeat(head_codes, np.diff(np.append(heads, len(query))))
-    else:
-        codes, dictionary = encode(query)
+    codes, dictionary = group_codes(query)
     if check_ids and not clean_ids(dictionary):
         raise NeedsIO("qrels")
     known = pd.Index(q_dict.to_numpy(zero_copy_only=False)).get_indexer(
@@ -377,11 +370,12 @@ def _judged_ranked(grp: _Groups, run: RunArrays, qr_q: np.ndarray, qrels: QrelsA
         pos = rows - grp.heads[g]
         ties = _ties(grp.heads, run, tied)
         if ties is not None:   # a tied row takes the place its chunk id gives it
-            members, m_group, reordered = ties
-            by_row = np.argsort(reordered)
-            at = np.minimum(np.searchsorted(reordered[by_row], rows), len(members) - 1)
-            hit = reordered[by_row][at] == rows
-            pos[hit] = (members - grp.heads[m_group])[by_row[at[hit]]]
+            members, m_group, reordered = ties   # members sorted; reordered the same rows
+            at = np.minimum(np.searchsorted(members, rows), len(members) - 1)
+            hit = members[at] == rows
+            # the k-th member goes where reordered holds it
+            slot_of = (members - grp.heads[m_group])[np.argsort(reordered)]
+            pos[hit] = slot_of[at[hit]]
     else:   # rows in no useful order: rank every row, then pick the judged ones
         ranked, rank, _ = _top_rows(grp, run, None)
         rank_of_row = np.empty(len(run.score), dtype=np.int64)

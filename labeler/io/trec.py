@@ -168,8 +168,8 @@ def _may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
     try:
         codes = None
         for col in group_cols:
-            col_codes, n_values = group_codes(arrow_strings(df[col]))
-            codes = col_codes if codes is None else codes * n_values + col_codes
+            col_codes, values = group_codes(arrow_strings(df[col]))
+            codes = col_codes if codes is None else codes * len(values) + col_codes
         return may_repeat(arrow_strings(df[id_col]), codes)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return True
