@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from labeler._arrow import chunks
-from labeler.scoring.ndcg import UNJUDGED, KernelOut, Ranked, _ideal_dcg, discounts
+from labeler.scoring.ndcg import UNJUDGED, KernelOut, Ranked, ideal_dcg, discounts
 from labeler.errors import ConfigError
 from labeler.scoring.measures import Measure
 
@@ -71,7 +71,7 @@ def measure_values(r: Ranked, m: Measure, cache: dict[Any, Any] | None = None
     if m.name == "nDCG":     # linear gain, summed in rank order over the relevant rows
         dcg = np.bincount(rel_g, weights=r.grades[rows].astype(np.float64)
                           / discounts(int(rel_pos.max(initial=0)) + 1)[rel_pos], minlength=ng)
-        idcg = _ideal_dcg(r.qr_q, r.qr_grade, r.n_codes, [int(m.cutoff or 1)],
+        idcg = ideal_dcg(r.qr_q, r.qr_grade, r.n_codes, [int(m.cutoff or 1)],
                           "linear")[r.group_q, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.minimum(np.where(idcg > 0, dcg / idcg, 0.0), 1.0), empty
@@ -112,7 +112,7 @@ class Missing:
         r = _ranked(out)
         if ideal == "run":
             return np.zeros((len(self.codes), len(ks)))
-        return _ideal_dcg(r.qr_q, r.qr_grade, r.n_codes, ks, gain)[self.codes]
+        return ideal_dcg(r.qr_q, r.qr_grade, r.n_codes, ks, gain)[self.codes]
 
 
 def _ranked(out: KernelOut) -> Ranked:
