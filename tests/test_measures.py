@@ -22,7 +22,9 @@ from labeler.scoring.measures import Measure, parse_measure, parse_measures
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
 MEASURES = ["nDCG@5", "nDCG@10", "P@5", "P@10", "P(rel=2)@10", "R@10", "R(rel=2)@100", "RR",
-            "RR(rel=2)", "RR@3", "AP", "AP(rel=3)", "AP@10", "AP(rel=2)@100", "Judged@10"]
+            "RR(rel=2)", "RR@3", "AP", "AP(rel=3)", "AP@10", "AP(rel=2)@100", "Judged@10",
+            "nDCG", "Rprec", "Rprec(rel=2)", "Bpref", "Bpref(rel=3)", "Success@1", "Success@10",
+            "Success(rel=2)@5"]
 
 
 # --------------------------------------------------------------------------- names
@@ -39,7 +41,9 @@ def test_canonical_names_read_back(text: str) -> None:
     ("P.10", "P@10"), ("P_10", "P@10"), ("recall.100", "R@100"), ("recall_100", "R@100"),
     ("recip_rank", "RR"), ("MRR@10", "RR@10"), ("map", "AP"), ("MAP@100", "AP@100"),
     ("map_cut.100", "AP@100"), ("judged@10", "Judged@10"), ("P(rel=1)@10", "P@10"),
-    ("P( rel=2 )@10", "P(rel=2)@10"),
+    ("P( rel=2 )@10", "P(rel=2)@10"), ("ndcg", "nDCG"), ("bpref", "Bpref"),
+    ("R-prec", "Rprec"), ("Rprec", "Rprec"), ("success.10", "Success@10"),
+    ("success_1", "Success@1"),
 ])
 def test_aliases_and_trec_eval_names(alias: str, canonical: str) -> None:
     assert str(parse_measure(alias)) == canonical
@@ -47,12 +51,13 @@ def test_aliases_and_trec_eval_names(alias: str, canonical: str) -> None:
 
 def test_trec_names() -> None:
     names = [parse_measure(t).trec_name for t in
-             ("nDCG@10", "P@10", "R@100", "RR", "AP", "AP@100", "P(rel=2)@10", "RR@10")]
+             ("nDCG@10", "P@10", "R@100", "RR", "AP", "AP@100", "P(rel=2)@10", "RR@10",
+              "nDCG", "Rprec", "Bpref", "Success@5")]
     assert names == ["ndcg_cut_10", "P_10", "recall_100", "recip_rank", "map", "map_cut_100",
-                     "P(rel=2)@10", "RR@10"]
+                     "P(rel=2)@10", "RR@10", "ndcg", "Rprec", "bpref", "success_5"]
 
 
-@pytest.mark.parametrize("bad", ["nDCG", "P", "Judged", "F1@10", "P@0", "P(level=2)@10",
+@pytest.mark.parametrize("bad", ["Success", "Rprec@10", "Bpref@5", "P", "Judged", "F1@10", "P@0", "P(level=2)@10",
                                  "nDCG(rel=2)@10", "P(rel=0)@10", "P@ten", ""])
 def test_bad_measures_say_what_is_known(bad: str) -> None:
     with pytest.raises(ConfigError, match="@|rel|cut-off|measure"):
@@ -101,8 +106,9 @@ def reference(qrels: pd.DataFrame, run: pd.DataFrame, text: str) -> dict[str, di
             continue
         if m.name == "RR" and m.cutoff:   # recip_rank of the run cut to its top k
             rd = {q: {d: docs[d] for d in _trec_order(docs)[:m.cutoff]} for q, docs in rd.items()}
-        name = {"nDCG": "ndcg_cut", "P": "P", "R": "recall", "RR": "recip_rank",
-                "AP": "map_cut" if m.cutoff else "map"}[m.name]
+        name = {"nDCG": "ndcg_cut" if m.cutoff else "ndcg", "P": "P", "R": "recall",
+                "RR": "recip_rank", "AP": "map_cut" if m.cutoff else "map", "Rprec": "Rprec",
+                "Bpref": "bpref", "Success": "success"}[m.name]
         spec = f"{name}.{m.cutoff}" if m.cutoff and m.name != "RR" else name
         ev = pytrec_eval.RelevanceEvaluator(qd, {spec}, relevance_level=m.rel)
         key = spec.replace(".", "_")

@@ -76,7 +76,7 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
         raise ConfigError("give --json or --trec, not both")
     formats = InputFormats(fmt, {"qrels": qrels, "run": list(runs)})
     with formats:
-        result = evaluate_files(qrels, list(runs), k=list(ks) or [10], gain=gain,
+        result = evaluate_files(qrels, list(runs), k=list(ks) or None, gain=gain,
                                 ideal=ideal, include_empty=include_empty,
                                 qrels_fmt=formats["qrels"], run_fmt=formats["run"],
                                 grade_map=io.parse_grade_map(grade_map),
@@ -104,7 +104,9 @@ def _print_table(result: ScoreResult, per_query: bool) -> None:
     from labeler.cli.tables import cell, make_console
 
     console = make_console()
-    table = Table(title="NDCG@k", title_justify="left")
+    if len(result.summary):
+        _print_ndcg(console, result)
+    if len(result.measure_summary):
     for col, justify in (("run", "left"), ("k", "right"), ("mean", "right"),
                          ("median", "right"), ("queries", "right"),
                          ("IDCG 0", "right"), ("judged share", "right")):

@@ -14,14 +14,34 @@ Usage::
 
 from __future__ import annotations
 
-from labeler.io._base import (TABLE_FORMATS, GradeMap, Locator, PathLike, detect_format,
-                               parse_grade_map, parse_grades, read_table)
-from labeler.io.readers import (RunSpec, as_qrels, as_run, parse_run_arg, read_corpus, read_labels,
-                                read_pairs, read_qrels, read_queries, read_run, read_runs,
-                                rename_aliases, run_stem)
-from labeler.io.edges import PairsLike, as_corpus, as_labels, as_pairs, as_queries, as_runs
-from labeler.io.writers import (atomic_path, write_json, write_labels, write_qrels, write_run,
-                                write_table, write_text)
+from typing import TYPE_CHECKING
+
+from labeler._lazy import lazy_names
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from labeler.io._base import (TABLE_FORMATS, GradeMap, Locator, PathLike, detect_format,
+                                  parse_grade_map, parse_grades, read_table)
+    from labeler.io.edges import (PairsLike, as_corpus, as_labels, as_pairs, as_queries,
+                                  as_runs)
+    from labeler.io.readers import (RunSpec, as_qrels, as_run, parse_run_arg, read_corpus,
+                                    read_labels, read_pairs, read_qrels, read_queries, read_run,
+                                    read_runs, rename_aliases, run_stem)
+    from labeler.io.writers import (atomic_path, write_json, write_labels, write_qrels,
+                                    write_run, write_table, write_text)
+
+# Names are imported on first use (PEP 562): ``labeler.io.guard`` and the Arrow readers that
+# ``labeler score`` uses do not pay for pandas.
+_NAMES = {
+    **dict.fromkeys(("TABLE_FORMATS", "GradeMap", "Locator", "PathLike", "detect_format",
+                     "parse_grade_map", "parse_grades", "read_table"), "_base"),
+    **dict.fromkeys(("RunSpec", "as_qrels", "as_run", "parse_run_arg", "read_corpus",
+                     "read_labels", "read_pairs", "read_qrels", "read_queries", "read_run",
+                     "read_runs", "rename_aliases", "run_stem"), "readers"),
+    **dict.fromkeys(("PairsLike", "as_corpus", "as_labels", "as_pairs", "as_queries",
+                     "as_runs"), "edges"),
+    **dict.fromkeys(("atomic_path", "write_json", "write_labels", "write_qrels", "write_run",
+                     "write_table", "write_text"), "writers"),
+}
 
 __all__ = [
     "TABLE_FORMATS", "GradeMap", "Locator", "PairsLike", "PathLike", "RunSpec", "as_corpus",
@@ -31,3 +51,4 @@ __all__ = [
     "read_table", "rename_aliases", "run_stem", "write_json", "write_labels", "write_qrels",
     "write_run", "write_table", "write_text",
 ]
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -114,7 +114,7 @@ def ideal_dcg(owner: np.ndarray, grade: np.ndarray, n_owner: int, ks: list[int],
     positive = grade > 0
     owners, grades = owner[positive], grade[positive]
     levels = np.unique(grades)[::-1]   # best first
-    if not len(levels):
+    if not len(levels) or not ks:
         return np.zeros((n_owner, len(ks)))
     # how many chunks of each grade each owner has: one count over (owner, level) cells
     cell = owners * len(levels) + (len(levels) - 1 - np.searchsorted(levels[::-1], grades))

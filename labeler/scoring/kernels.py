@@ -71,8 +71,9 @@ def measure_values(r: Ranked, m: Measure, cache: dict[Any, Any] | None = None
     if m.name == "nDCG":     # linear gain, summed in rank order over the relevant rows
         dcg = np.bincount(rel_g, weights=r.grades[rows].astype(np.float64)
                           / discounts(int(rel_pos.max(initial=0)) + 1)[rel_pos], minlength=ng)
-        idcg = ideal_dcg(r.qr_q, r.qr_grade, r.n_codes, [int(m.cutoff or 1)],
-                          "linear")[r.group_q, 0]
+        whole = len(r.qr_grade) + 1   # uncut: the ideal list is every relevant chunk
+        idcg = ideal_dcg(r.qr_q, r.qr_grade, r.n_codes, [int(m.cutoff or whole)],
+                         "linear")[r.group_q, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.minimum(np.where(idcg > 0, dcg / idcg, 0.0), 1.0), empty
     if m.name == "P":
@@ -80,6 +81,14 @@ def measure_values(r: Ranked, m: Measure, cache: dict[Any, Any] | None = None
     if m.name == "R":
         hits = np.bincount(rel_g, minlength=ng)
         return np.where(empty, 0.0, hits / np.maximum(num_rel, 1)), empty
+    if m.name == "Success":
+        return (np.bincount(rel_g, minlength=ng) > 0).astype(np.float64), empty
+    if m.name == "Rprec":    # relevant in the top R, R the number of relevant chunks
+        top = rel_pos < num_rel[rel_g]
+        return np.where(empty, 0.0, np.bincount(rel_g[top], minlength=ng)
+                        / np.maximum(num_rel, 1)), empty
+    if m.name == "Bpref":
+        return _bpref(r, level, num_rel, cache), empty
     if m.name == "RR":
         out = np.zeros(ng)
         groups, first = np.unique(rel_g, return_index=True)
@@ -91,6 +100,28 @@ def measure_values(r: Ranked, m: Measure, cache: dict[Any, Any] | None = None
                                                                - per_group)[rel_g]
     total = np.bincount(rel_g, weights=so_far / (rel_pos + 1.0), minlength=ng)
     return np.where(empty, 0.0, total / np.maximum(num_rel, 1)), empty
+
+
+def _bpref(r: Ranked, level: int, num_rel: np.ndarray, cache: dict[Any, Any]) -> np.ndarray:
+    """trec_eval's bpref: over the relevant ranked chunks, in rank order, 1 − min(judged
+    non-relevant ranked above, R) / min(N, R), summed and divided by R (N: the query's
+    judged non-relevant chunks; a negative grade is neither relevant nor non-relevant, as in
+    trec_eval)."""
+    ng = len(r.counts)
+    keep = (r.qr_grade >= 0) & (r.qr_grade < level)
+    num_non = np.bincount(r.qr_q[keep], minlength=r.n_codes)[r.group_q]
+    judged = _cached(cache, "judged", lambda: np.flatnonzero(r.grades != UNJUDGED))
+    g, grades = r.row_g[judged], r.grades[judged]
+    non = ((grades >= 0) & (grades < level)).astype(np.int64)
+    per_group = np.bincount(g, weights=non, minlength=ng).astype(np.int64)
+    before = np.cumsum(non) - non - (np.cumsum(per_group) - per_group)[g]   # in its group
+    rel = grades >= level
+    g_rel, above = g[rel], before[rel]
+    cap = np.minimum(num_non, num_rel)[g_rel].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(above > 0, 1.0 - np.minimum(above, num_rel[g_rel]) / cap, 1.0)
+    total = np.bincount(g_rel, weights=term, minlength=ng)
+    return np.where(num_rel > 0, total / np.maximum(num_rel, 1), 0.0)
 
 
 # --------------------------------------------------------------------------- tables
@@ -277,6 +308,9 @@ def ndcg_per_query(out: KernelOut, ks: list[int], include_empty: bool,
 def ndcg_summary(out: KernelOut, ks: list[int], per_query: pd.DataFrame,
              extra: Missing | None = None) -> pd.DataFrame:
     """Mean, median and counts of NDCG@k per run and k (the ``summary`` frame)."""
+    if not ks:   # only other measures were asked for
+        return pd.DataFrame({c: pd.Series(dtype="str" if c == "system" else "float64")
+                             for c in SUMMARY_COLUMNS})
     ng = out.dcg.shape[0]
     system = out.system if extra is None else np.concatenate([out.system, extra.system])
     ndcg = per_query["ndcg"].to_numpy().reshape(-1, len(ks))

@@ -12,6 +12,10 @@ canonical ir_measures form, which is also its JSON key. Per query, each equals t
 | ``RR``, ``RR@k`` | ``recip_rank`` | 1 / rank of the first relevant chunk (in the top k) |
 | ``AP``, ``AP@k`` | ``map``, ``map_cut.k`` | Σ precision at relevant ranks (≤ k) / relevant |
 | ``Judged@k`` | (ir_measures) | judged chunks in the top k / min(k, chunks ranked) |
+| ``nDCG`` | ``ndcg`` | nDCG of the whole ranking |
+| ``Rprec`` | ``Rprec`` | relevant in the top R / R (R: relevant judged) |
+| ``Bpref`` | ``bpref`` | Σ over relevant ranked (1 − min(judged non-relevant above, R) / min(N, R)) / R |
+| ``Success@k`` | ``success_k`` | 1 when a relevant chunk is in the top k, else 0 |
 
 "Relevant" means a grade ≥ ``rel`` (default 1, trec_eval's ``-l 1``).
 
@@ -33,19 +37,25 @@ from labeler.errors import ConfigError
 
 __all__ = ["MEASURE_NAMES", "Measure", "parse_measure", "parse_measures"]
 
-MEASURE_NAMES = ("nDCG", "P", "R", "RR", "AP", "Judged")
-_NEEDS_CUTOFF = {"nDCG", "P", "R", "Judged"}
-_HAS_REL = {"P", "R", "RR", "AP"}
+MEASURE_NAMES = ("nDCG", "P", "R", "RR", "AP", "Judged", "Rprec", "Bpref", "Success")
+_NEEDS_CUTOFF = {"P", "R", "Judged", "Success"}
+_NO_CUTOFF = {"Rprec", "Bpref"}
+_HAS_REL = {"P", "R", "RR", "AP", "Rprec", "Bpref", "Success"}
 _ALIASES = {
     "ndcg": "nDCG", "p": "P", "precision": "P", "r": "R", "recall": "R", "rr": "RR",
     "mrr": "RR", "recip_rank": "RR", "ap": "AP", "map": "AP", "judged": "Judged",
-    "ndcg_cut": "nDCG", "map_cut": "AP",
+    "ndcg_cut": "nDCG", "map_cut": "AP", "rprec": "Rprec", "r-prec": "Rprec",
+    "bpref": "Bpref", "success": "Success",
 }
-_TREC = {"nDCG": "ndcg_cut_{k}", "P": "P_{k}", "R": "recall_{k}", "AP": "map_cut_{k}"}
+_TREC = {"nDCG": "ndcg_cut_{k}", "P": "P_{k}", "R": "recall_{k}", "AP": "map_cut_{k}",
+         "Success": "success_{k}"}
+_TREC_UNCUT = {"nDCG": "ndcg", "RR": "recip_rank", "AP": "map", "Rprec": "Rprec",
+               "Bpref": "bpref"}
 _PATTERN = re.compile(r"^(?P<name>[A-Za-z_]+?)(?:\((?P<params>[^)]*)\))?"
                       r"(?:(?:@|\.|_)(?P<cut>[+-]?\d+))?$")
-_HELP = ("use nDCG@k, P@k, R@k, RR, RR@k, AP, AP@k or Judged@k, with an optional relevance "
-         "level for P, R, RR and AP, e.g. P(rel=2)@10")
+_HELP = ("use nDCG, nDCG@k, P@k, R@k, RR, RR@k, AP, AP@k, Rprec, Bpref, Success@k or "
+         "Judged@k, with an optional relevance level for P, R, RR, AP, Rprec, Bpref and "
+         "Success, e.g. P(rel=2)@10")
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,8 @@ class Measure:
                               f"got {self.cutoff!r}")
         if self.cutoff is None and self.name in _NEEDS_CUTOFF:
             raise ConfigError(f"{self.name} needs a cut-off, e.g. {self.name}@10")
+        if self.cutoff is not None and self.name in _NO_CUTOFF:
+            raise ConfigError(f"{self.name} has no cut-off: write {self.name}")
         if self.rel != 1 and self.name not in _HAS_REL:
             raise ConfigError(f"{self.name} has no relevance level (rel=) parameter")
         if isinstance(self.rel, bool) or self.rel < 1:
@@ -93,15 +105,14 @@ class Measure:
 
     @property
     def trec_name(self) -> str:
-        """The name trec_eval prints (``ndcg_cut_10``, ``P_10``, ``recall_100``,
-        ``recip_rank``, ``map``, ``map_cut_100``); the canonical name where trec_eval has
-        none (a cut RR, Judged, a relevance level other than 1)."""
+        """The name trec_eval prints (``ndcg_cut_10``, ``ndcg``, ``P_10``, ``recall_100``,
+        ``recip_rank``, ``map``, ``map_cut_100``, ``Rprec``, ``bpref``, ``success_10``); the
+        canonical name where trec_eval has none (a cut RR, Judged, a relevance level other
+        than 1)."""
         if self.rel != 1:
             return str(self)
-        if self.name == "RR":
-            return "recip_rank" if self.cutoff is None else str(self)
-        if self.name == "AP" and self.cutoff is None:
-            return "map"
+        if self.cutoff is None:
+            return _TREC_UNCUT.get(self.name, str(self))
         if self.name in _TREC:
             return _TREC[self.name].format(k=self.cutoff)
         return str(self)
@@ -115,6 +126,8 @@ def parse_measure(text: str | Measure) -> Measure:
     if isinstance(text, Measure):
         return text
     raw = str(text).strip()
+    if raw.lower() in ("r-prec", "r_prec"):
+        raw = "Rprec"
     match = _PATTERN.match(raw.replace(" ", ""))
     if not match:
         raise ConfigError(f"cannot read the measure {raw!r}: {_HELP}")

@@ -262,7 +262,7 @@ format_value = fmt.num
 
 # --------------------------------------------------------------------------- evaluate
 
-def evaluate(qrels: Any, run: Any, k: int | Sequence[int] = 10, gain: Gain = "linear",
+def evaluate(qrels: Any, run: Any, k: int | Sequence[int] | None = None, gain: Gain = "linear",
              ideal: Ideal = "qrels", include_empty: bool = False,
              measures: Sequence[str | Measure] = (), complete: bool = False) -> ScoreResult:
     """NDCG@k of every run in ``run`` against ``qrels`` (trec_eval ``ndcg_cut``), and any
@@ -276,8 +276,8 @@ def evaluate(qrels: Any, run: Any, k: int | Sequence[int] = 10, gain: Gain = "li
 
     Usage: ``res = scoring.evaluate(qrels_df, run_df, k=[5, 10], measures=["AP", "P@10"])``
     """
-    ks, gain, ideal = _check_options(k, gain, ideal)
     wanted = parse_measures(measures)
+    ks, gain, ideal = _check_options(k, gain, ideal, bool(wanted))
     qa, check_q = _qrels_input(qrels)
     ra, check_r = _run_input(run)
     while True:
@@ -295,7 +295,7 @@ def evaluate(qrels: Any, run: Any, k: int | Sequence[int] = 10, gain: Gain = "li
 
 def evaluate_files(qrels: str | os.PathLike[str],
                    runs: Sequence[str | os.PathLike[str] | tuple[str, str | os.PathLike[str]]],
-                   k: int | Sequence[int] = 10, gain: Gain = "linear", ideal: Ideal = "qrels",
+                   k: int | Sequence[int] | None = None, gain: Gain = "linear", ideal: Ideal = "qrels",
                    include_empty: bool = False, fmt: str | None = None,
                    grade_map: Mapping[str, int] | None = None,
                    measures: Sequence[str | Measure] = (), complete: bool = False,
@@ -308,8 +308,8 @@ def evaluate_files(qrels: str | os.PathLike[str],
 
     Usage: ``scoring.evaluate_files("human.qrels", ["bm25=a.run", "dense.run"], k=[5, 10])``
     """
-    ks, gain, ideal = _check_options(k, gain, ideal)
     wanted = parse_measures(measures)
+    ks, gain, ideal = _check_options(k, gain, ideal, bool(wanted))
     q = io.read_qrels(qrels, qrels_fmt or fmt, grade_map, any_grade=True)
     r = io.read_runs(list(runs), run_fmt or fmt)
     out = kernel(_run_arrays(r), _qrels_arrays(q), ks, gain, ideal, depth=_depth(wanted))
@@ -325,13 +325,17 @@ def _depth(measures: list[Measure]) -> int | None:
     return max(int(m.depth or 0) for m in measures)
 
 
-def _check_options(k: int | Sequence[int], gain: str, ideal: str
-                   ) -> tuple[list[int], str, str]:
+def _check_options(k: int | Sequence[int] | None, gain: str, ideal: str,
+                   measures: bool = False) -> tuple[list[int], str, str]:
+    """Cut-offs, gain and ideal checked; no ``k`` means NDCG@10, or nothing beside the
+    measures asked for (each measure once)."""
     _check_gain(gain)
     if ideal not in IDEALS:
         raise ConfigError(f"ideal must be one of {', '.join(IDEALS)}, got {ideal!r}")
+    if k is None:
+        k = [] if measures else [10]
     raw = [k] if isinstance(k, (int, np.integer)) else list(k)
-    if not raw:
+    if not raw and not measures:
         raise ConfigError("give at least one cutoff k")
     ks: list[int] = []
     for value in raw:
@@ -425,7 +429,7 @@ def _qrels_input(qrels: Any) -> tuple[QrelsArrays, bool]:
     return _qrels_arrays(io.as_qrels(qrels, any_grade=True)), False
 
 
-def score(qrels: Any, runs: Any, *, k: int | Sequence[int] = 10, gain: Gain = "linear",
+def score(qrels: Any, runs: Any, *, k: int | Sequence[int] | None = None, gain: Gain = "linear",
           ideal: Ideal = "qrels", include_empty: bool = False,
           measures: Sequence[str | Measure] = (), complete: bool = False) -> ScoreResult:
     """NDCG@k (and ``measures``) of every run against ``qrels``: :func:`evaluate` with
