@@ -263,9 +263,17 @@ class InputFormats:
 
 def _path_list(value: Any) -> list[str]:
     """Paths (``NAME=PATH`` run specs resolved) as the strings an error message carries."""
-    from labeler.io import parse_run_arg
+    from labeler.io.arrow_read import split_run_spec
 
     if value is None:
         return []
     values = list(value) if isinstance(value, (list, tuple)) else [value]
-    return [str(Path(parse_run_arg(v)[1])) for v in values if v is not None]
+    out = []
+    for v in (v for v in values if v is not None):
+        path = split_run_spec(v)[1]
+        if path is None:   # a bad NAME=PATH: io's reader names it
+            from labeler.io import parse_run_arg
+
+            path = parse_run_arg(v)[1]
+        out.append(str(Path(path)))
+    return out

@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True,
               help="NDCG cut-off; repeat for several (--k 5 --k 10). Default 10.")
 @click.option("--measure", "measures", multiple=True, metavar="M",
-              help="Another measure, named as ir_measures writes it: nDCG@k, P@k, R@k, RR, "
-                   "RR@k, AP, AP@k, Judged@k, with a relevance level for P, R, RR and AP "
-                   "as in P(rel=2)@10; trec_eval names (P.10, map, recip_rank) work too. "
-                   "Repeat for several.")
+              help="Another measure, named as ir_measures writes it: nDCG@k, nDCG, P@k, "
+                   "R@k, RR, RR@k, AP, AP@k, Rprec, Bpref, Success@k, Judged@k, with a "
+                   "relevance level for the binary ones as in P(rel=2)@10; trec_eval names "
+                   "(P.10, map, recip_rank, bpref) work too. Repeat for several. With "
+                   "--measure and no --k, only the measures are printed.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print exactly one JSON object on stdout.")
 @click.option("--trec", "as_trec", is_flag=True,
@@ -58,19 +59,28 @@ if TYPE_CHECKING:
               help="Also print each query's value (with --trec: trec_eval -q's lines).")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
               help="Also write the JSON object to this file (atomically).")
+@click.option("--engine", type=click.Choice(["auto", "memory", "duckdb"]), default="auto",
+              show_default=True,
+              help="memory: rank in memory (fastest up to a few 10^7 rows); duckdb: stream "
+                   "the runs out of core with DuckDB (any size; TREC, TSV or Parquet runs); "
+                   "auto: duckdb when the runs are large for this machine's memory.")
+@click.option("--memory-limit", default=None, metavar="SIZE",
+              help="DuckDB's memory limit, e.g. 2GB (default: DuckDB's own, 80% of RAM).")
+@click.option("--temp-dir", type=click.Path(file_okay=False), default=None,
+              help="Where DuckDB spills to disk (default: a temporary directory).")
 def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
                   measures: tuple[str, ...], as_json: bool, as_trec: bool, complete: bool,
                   gain: str, ideal: str, include_empty: bool, fmt: tuple[str, ...],
-                  grade_map: str | None, per_query: bool, out: str | None) -> None:
+                  grade_map: str | None, per_query: bool, out: str | None, engine: str,
+                  memory_limit: str | None, temp_dir: str | None) -> None:
     """NDCG@k (and any --measure) of each run against the qrels: mean, median, queries,
     judged share."""
-    from labeler import io
     from labeler.errors import ConfigError
-    from labeler.io import parse_run_arg
+    from labeler.io.arrow_read import split_run_spec
     from labeler.io.guard import check_outputs
     from labeler.scoring.results import evaluate_files
 
-    check_outputs({"--qrels": qrels, "--run": [parse_run_arg(r)[1] for r in runs]},
+    check_outputs({"--qrels": qrels, "--run": [_run_path(r, split_run_spec) for r in runs]},
                   {"--out": out})
     if as_json and as_trec:
         raise ConfigError("give --json or --trec, not both")
@@ -79,51 +89,68 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
         result = evaluate_files(qrels, list(runs), k=list(ks) or None, gain=gain,
                                 ideal=ideal, include_empty=include_empty,
                                 qrels_fmt=formats["qrels"], run_fmt=formats["run"],
-                                grade_map=io.parse_grade_map(grade_map),
-                                measures=list(measures), complete=complete)
+                                grade_map=_grade_map(grade_map), measures=list(measures),
+                                complete=complete, engine=engine,
+                                memory_limit=memory_limit, temp_dir=temp_dir)
     if out or as_json:  # the JSON object (with its intervals) only when asked for
         payload = result.to_dict()
         if out:
-            io.write_json(payload, out)
+            from labeler.io.writers import write_json
+
+            write_json(payload, out)
         if as_json:
             click.echo(json.dumps(payload, ensure_ascii=False, allow_nan=False))
             return
     if as_trec:
-        from labeler.report.trec_text import trec_eval_text
-
-        click.echo(trec_eval_text(result, per_query, with_k=bool(ks) or not measures),
-                   nl=False)
+        click.echo(result.to_trec(per_query), nl=False)
         return
     _print_table(result, per_query)
+
+
+def _run_path(spec: str, split: Any) -> str:
+    path = split(spec)[1]
+    if path is None:   # a bad NAME=PATH: io names it
+        from labeler.io import parse_run_arg
+
+        return str(parse_run_arg(spec)[1])
+    return str(path)
+
+
+def _grade_map(spec: str | None) -> dict[str, int] | None:
+    if spec is None:
+        return None
+    from labeler.io import parse_grade_map
+
+    return parse_grade_map(spec)
 
 
 def _print_table(result: ScoreResult, per_query: bool) -> None:
     from rich.table import Table
 
-    from labeler.fmt import num
     from labeler.cli.tables import cell, make_console
+    from labeler.fmt import num
 
     console = make_console()
-    if len(result.summary):
-        _print_ndcg(console, result)
-    if len(result.measure_summary):
-    for col, justify in (("run", "left"), ("k", "right"), ("mean", "right"),
-                         ("median", "right"), ("queries", "right"),
-                         ("IDCG 0", "right"), ("judged share", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for row in result.summary.itertuples(index=False):
-        table.add_row(cell(row.system), str(row.k), num(row.mean), num(row.median),
-                      str(row.n_queries), str(row.n_empty), num(row.judged_share))
-    console.print(table)
-    if len(result.measure_summary):
+    f = result.figures
+    if f.summary_rows:
+        table = Table(title="NDCG@k", title_justify="left")
+        for col, justify in (("run", "left"), ("k", "right"), ("mean", "right"),
+                             ("median", "right"), ("queries", "right"),
+                             ("IDCG 0", "right"), ("judged share", "right")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for system, k, mean, median, n, n_empty, judged, _ in f.summary_rows:
+            table.add_row(cell(system), str(k), num(mean), num(median), str(n),
+                          str(n_empty), num(judged))
+        console.print(table)
+    if f.measure_rows:
         extra = Table(title="Measures", title_justify="left")
         for col, justify in (("run", "left"), ("measure", "left"), ("mean", "right"),
                              ("median", "right"), ("queries", "right"),
                              ("none relevant", "right")):
             extra.add_column(col, justify=justify)  # type: ignore[arg-type]
-        for m in result.measure_summary.itertuples(index=False):
-            extra.add_row(cell(m.system), cell(m.measure), num(m.mean), num(m.median),
-                          str(m.n_queries), str(m.n_empty))
+        for system, key, mean, median, n, n_empty in f.measure_rows:
+            extra.add_row(cell(system), cell(key), num(mean), num(median), str(n),
+                          str(n_empty))
         console.print(extra)
     if result.include_empty:
         console.print("Judged queries with no relevant chunk are counted (trec_eval's mean).")
@@ -136,26 +163,33 @@ def _print_table(result: ScoreResult, per_query: bool) -> None:
 
 
 def _print_per_query(console: Any, result: ScoreResult) -> None:
+    import numpy as np
+    import pyarrow as pa
     from rich.table import Table
 
-    from labeler.fmt import num
     from labeler.cli.tables import cell
+    from labeler.fmt import num
 
-    pq = result.per_query.dropna(subset=["ndcg"])
-    detail = Table(title="NDCG@k per query", title_justify="left")
-    for col in ("run", "query", "k", "ndcg", "judged share"):
-        detail.add_column(col)
-    for row in pq.itertuples(index=False):
-        detail.add_row(cell(row.system), cell(row.query_id), str(row.k), num(row.ndcg),
-                       num(row.judged_at_k))
-    console.print(detail)
+    f = result.figures
+    if result.ks:
+        detail = Table(title="NDCG@k per query", title_justify="left")
+        for col in ("run", "query", "k", "ndcg", "judged share"):
+            detail.add_column(col)
+        rows = np.flatnonzero(~np.isnan(f.pq_ndcg))
+        qids = f.pq_query.take(pa.array(rows)).to_pylist()
+        for i, qid in zip(rows.tolist(), qids):
+            detail.add_row(cell(f.systems[f.pq_system[i]]), cell(qid), str(f.pq_k[i]),
+                           num(f.pq_ndcg[i]), num(f.pq_judged[i]))
+        console.print(detail)
     if result.measures:
-        counted = result.values[result.counted()]
-        counted = counted[counted["measure"].isin([m.key for m in result.measures])]
+        wanted = [f.keys.index(m.key) for m in result.measures]
+        rows = np.flatnonzero(f.counted(result.include_empty, result.complete)
+                              & np.isin(f.v_measure, wanted))
         table = Table(title="Measures per query", title_justify="left")
         for col in ("run", "query", "measure", "value"):
             table.add_column(col)
-        for row in counted.itertuples(index=False):
-            table.add_row(cell(row.system), cell(row.query_id), cell(row.measure),
-                          num(row.value))
+        qids = f.v_query.take(pa.array(rows)).to_pylist()
+        for i, qid in zip(rows.tolist(), qids):
+            table.add_row(cell(f.systems[f.v_system[i]]), cell(qid),
+                          cell(f.keys[f.v_measure[i]]), num(f.v_value[i]))
         console.print(table)

@@ -12,16 +12,14 @@ Usage::
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
-from labeler._arrow import chunks
-from labeler.scoring.ndcg import UNJUDGED, KernelOut, Ranked, ideal_dcg, discounts
+from labeler.scoring.arrays import KernelOut, Ranked, discounts, ideal_dcg
+from labeler.scoring.lookup import UNJUDGED
 from labeler.errors import ConfigError
 from labeler.scoring.measures import Measure
 
@@ -195,138 +193,3 @@ def value_blocks(out: KernelOut, ks: list[int], measures: list[Measure],
         blocks.append((m.key, value[inq], empty[inq],
                        None if extra is None else extra.num_rel(r, level_of(m)) == 0))
     return blocks
-
-
-def value_table(out: KernelOut, blocks: list[Block], extra: Missing | None) -> pd.DataFrame:
-    """Every figure per (system, query judged by the qrels), long: ``system, query_id,
-    measure, value, empty, in_run``, one run of rows per block."""
-    inq = np.flatnonzero(out.in_qrels)
-    names = pa.array(out.system_names, type=pa.large_string())
-    parts: dict[str, list[Any]] = {c: [] for c in VALUE_COLUMNS}
-    system_block = names.take(pa.array(out.system[inq]))
-    query_block = out.queries.take(pa.array(inq))
-    for key, value, empty, extra_empty in blocks:
-        parts["system"].append(system_block)
-        parts["query_id"].append(query_block)
-        parts["measure"].append(pa.array(np.full(len(inq), key, dtype=object),
-                                         type=pa.large_string()))
-        parts["value"].append(value.astype(np.float64))
-        parts["empty"].append(empty.astype(bool))
-        parts["in_run"].append(np.ones(len(inq), dtype=bool))
-        if extra is not None and extra_empty is not None and len(extra.codes):
-            n = len(extra.codes)
-            parts["system"].append(names.take(pa.array(extra.system)))
-            parts["query_id"].append(extra.queries)
-            parts["measure"].append(pa.array(np.full(n, key, dtype=object),
-                                             type=pa.large_string()))
-            parts["value"].append(np.zeros(n))
-            parts["empty"].append(extra_empty.astype(bool))
-            parts["in_run"].append(np.zeros(n, dtype=bool))
-    if not parts["value"]:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in
-                             zip(VALUE_COLUMNS, ("str", "str", "str", "float64", "bool",
-                                                 "bool"))})
-    table = pa.table({c: (pa.chunked_array([x for part in ps for x in chunks(part)])
-                          if c in ("system", "query_id", "measure") else np.concatenate(ps))
-                      for c, ps in parts.items()})
-    return table.to_pandas()
-
-
-def summarise(out: KernelOut, blocks: list[Block], extra: Missing | None,
-              measures: list[Measure], include_empty: bool, complete: bool) -> pd.DataFrame:
-    """Mean, median and counts of each (system, measure) of ``measures``, from the blocks."""
-    inq = np.flatnonzero(out.in_qrels)
-    n_extra = 0 if extra is None else len(extra.codes)
-    system = out.system[inq] if extra is None else np.concatenate([out.system[inq],
-                                                                    extra.system])
-    order = np.argsort(system, kind="stable")
-    bounds = np.searchsorted(system[order], np.arange(len(out.system_names) + 1))
-    in_run = np.concatenate([np.ones(len(inq), dtype=bool), np.zeros(n_extra, dtype=bool)])
-    counted = in_run | complete
-    no_extra = np.zeros(n_extra, dtype=bool)
-    by_key = {key: (np.concatenate([value, np.zeros(n_extra)]),
-                    np.concatenate([empty, no_extra if extra_empty is None else extra_empty]))
-              for key, value, empty, extra_empty in blocks}   # queries the run lacks last
-    rows = []
-    for si, name in enumerate(out.system_names):
-        mine = order[bounds[si]:bounds[si + 1]]
-        for m in measures:
-            value, empty = by_key[m.key]
-            v, e, c = value[mine], empty[mine], counted[mine]
-            kept = v[c & (~e | include_empty)]
-            rows.append((name, m.key, float(kept.mean()) if len(kept) else math.nan,
-                         float(np.median(kept)) if len(kept) else math.nan, len(kept),
-                         int((c & e).sum())))
-    return pd.DataFrame(rows, columns=MEASURE_SUMMARY_COLUMNS)
-
-
-SUMMARY_COLUMNS = ["system", "k", "mean", "median", "n_queries", "n_empty", "judged_share",
-                   "n_not_in_qrels"]
-VALUE_COLUMNS = ("system", "query_id", "measure", "value", "empty", "in_run")
-MEASURE_SUMMARY_COLUMNS = ["system", "measure", "mean", "median", "n_queries", "n_empty"]
-
-
-# --------------------------------------------------------------------------- NDCG@k frames
-
-def ndcg_per_query(out: KernelOut, ks: list[int], include_empty: bool,
-               extra: Missing | None = None, gain: str = "linear", ideal: str = "qrels"
-               ) -> pd.DataFrame:
-    """NDCG@k of every group and k (the ``per_query`` frame), with the queries a run lacks
-    appended when ``extra`` (``complete``)."""
-    ng, nk = out.dcg.shape
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ndcg = np.minimum(np.where(out.idcg > 0, out.dcg / out.idcg, np.nan), 1.0)
-    if include_empty:
-        ndcg = np.where((out.idcg == 0) & out.in_qrels[:, None], 0.0, ndcg)
-    each = np.repeat(np.arange(ng), nk)
-    names = pa.array(out.system_names, type=pa.large_string())
-    columns = {
-        "system": [names.take(pa.array(out.system[each]))],
-        "query_id": [out.queries.take(pa.array(each))],
-        "k": [np.tile(np.asarray(ks, dtype=np.int64), ng)],
-        "ndcg": [ndcg.ravel()], "dcg": [out.dcg.ravel()], "idcg": [out.idcg.ravel()],
-        "judged_at_k": [out.judged.ravel()],
-    }
-    if extra is not None and len(extra.codes):
-        idcg = extra.idcg(out, ks, gain, ideal)
-        n = len(extra.codes)
-        each = np.repeat(np.arange(n), nk)
-        columns["system"].append(names.take(pa.array(extra.system[each])))
-        columns["query_id"].append(extra.queries.take(pa.array(each)))
-        columns["k"].append(np.tile(np.asarray(ks, dtype=np.int64), n))
-        empty_value = 0.0 if include_empty else np.nan
-        columns["ndcg"].append(np.where(idcg > 0, 0.0, empty_value).ravel())
-        columns["dcg"].append(np.zeros(n * nk))
-        columns["idcg"].append(idcg.ravel())
-        columns["judged_at_k"].append(np.full(n * nk, np.nan))
-    table = pa.table({name: (pa.chunked_array([c for part in parts for c in chunks(part)])
-                             if isinstance(parts[0], (pa.Array, pa.ChunkedArray))
-                             else np.concatenate(parts)) for name, parts in columns.items()})
-    return table.to_pandas()
-
-
-def ndcg_summary(out: KernelOut, ks: list[int], per_query: pd.DataFrame,
-             extra: Missing | None = None) -> pd.DataFrame:
-    """Mean, median and counts of NDCG@k per run and k (the ``summary`` frame)."""
-    if not ks:   # only other measures were asked for
-        return pd.DataFrame({c: pd.Series(dtype="str" if c == "system" else "float64")
-                             for c in SUMMARY_COLUMNS})
-    ng = out.dcg.shape[0]
-    system = out.system if extra is None else np.concatenate([out.system, extra.system])
-    ndcg = per_query["ndcg"].to_numpy().reshape(-1, len(ks))
-    idcg = per_query["idcg"].to_numpy().reshape(-1, len(ks))
-    rows = []
-    for si, name in enumerate(out.system_names):
-        mine = system == si
-        in_run = mine[:ng]
-        for j, k in enumerate(ks):
-            values = ndcg[mine, j]
-            kept = values[~np.isnan(values)]
-            rows.append((name, k, float(kept.mean()) if len(kept) else math.nan,
-                         float(np.median(kept)) if len(kept) else math.nan, len(kept),
-                         int((idcg[mine, j] == 0).sum()),
-                         float(out.judged[in_run, j].mean()) if in_run.any() else math.nan,
-                         int((~out.in_qrels[in_run]).sum())))
-    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
-    summary["system"] = summary["system"].astype("str")
-    return summary

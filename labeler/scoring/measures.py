@@ -14,7 +14,7 @@ canonical ir_measures form, which is also its JSON key. Per query, each equals t
 | ``Judged@k`` | (ir_measures) | judged chunks in the top k / min(k, chunks ranked) |
 | ``nDCG`` | ``ndcg`` | nDCG of the whole ranking |
 | ``Rprec`` | ``Rprec`` | relevant in the top R / R (R: relevant judged) |
-| ``Bpref`` | ``bpref`` | Σ over relevant ranked (1 − min(judged non-relevant above, R) / min(N, R)) / R |
+| ``Bpref`` | ``bpref`` | mean over the relevant of 1 − min(non-relevant above, R) / min(N, R) |
 | ``Success@k`` | ``success_k`` | 1 when a relevant chunk is in the top k, else 0 |
 
 "Relevant" means a grade ≥ ``rel`` (default 1, trec_eval's ``-l 1``).

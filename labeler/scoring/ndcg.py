@@ -60,7 +60,7 @@ def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: 
         grp.system_names) == 1
     if check_run and not check_later:
         check_ranked_once(run, grp)
-    qr_q, n_codes = _qrels_codes(qrels.query, grp.q_dict, check_qrels)
+    qr_q, n_codes = qrels_codes(qrels.query, grp.q_dict, check_qrels)
     q_index = None
     if check_qrels:
         if not clean_ids(qrels.chunk):
@@ -82,7 +82,22 @@ def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: 
         judged_row = grades != UNJUDGED   # the measures need the judged rows only
         row_g, pos, grades = row_g[judged_row], pos[judged_row], grades[judged_row]
 
-    # DCG and judged share per k: bincount adds in rank order, as trec_eval sums
+    if ideal == "run":
+        ideal_of = (grp.rows_group(), all_grades)
+    else:
+        ideal_of = None
+    return assemble(grp, row_g, pos, grades, qrels, qr_q, n_codes, ks, gain,
+                    kmax if ideal == "qrels" else None, ideal_of)
+
+
+def assemble(grp: Groups, row_g: np.ndarray, pos: np.ndarray, grades: np.ndarray,
+             qrels: QrelsArrays, qr_q: np.ndarray, n_codes: int, ks: list[int], gain: str,
+             depth: int | None, ideal_of: tuple[np.ndarray, np.ndarray] | None = None
+             ) -> KernelOut:
+    """The kernel's output from the judged ranked rows (``row_g, pos, grades`` in (group,
+    rank) order, ranks below ``depth``): DCG and judged share per k summed in rank order, as
+    trec_eval sums; IDCG from the qrels, or from ``ideal_of`` = (group, grade) of every
+    ranked row (the run's own list re-sorted)."""
     ng = len(grp.counts)
     contrib = gain_of(np.maximum(grades, 0), gain) / discounts(int(pos.max(initial=0)) + 1)[pos]
     dcg = np.empty((ng, len(ks)))
@@ -93,14 +108,13 @@ def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: 
         judged[:, j] = np.bincount(row_g[m], minlength=ng) / np.minimum(grp.counts, k)
 
     in_qrels = np.bincount(qr_q, minlength=n_codes)[grp.group_q] > 0
-    if ideal == "run":
-        idcg = ideal_dcg(grp.rows_group(), all_grades, ng, ks, gain)
+    if ideal_of is not None:
+        idcg = ideal_dcg(ideal_of[0], ideal_of[1], ng, ks, gain)
     else:
         idcg = ideal_dcg(qr_q, qrels.grade, n_codes, ks, gain)[grp.group_q]
     ranked = Ranked(row_g=row_g, pos=pos, grades=grades, counts=grp.counts,
                     group_q=grp.group_q, qr_q=qr_q, qr_grade=qrels.grade,
-                    qr_query=qrels.query, n_codes=n_codes,
-                    depth=kmax if ideal == "qrels" else None)
+                    qr_query=qrels.query, n_codes=n_codes, depth=depth)
     return KernelOut(system_names=grp.system_names, system=grp.system,
                      queries=grp.q_dict.take(pa.array(grp.group_q)), dcg=dcg, idcg=idcg,
                      judged=judged, in_qrels=in_qrels, ranked=ranked)
@@ -169,7 +183,7 @@ def _all_equal(arr: Strings) -> bool:
     return len(arr) == 0 or bool(pc.all(pc.equal(arr, arr[0])).as_py())
 
 
-def _qrels_codes(query: Strings, q_dict: Strings, check_ids: bool) -> tuple[np.ndarray, int]:
+def qrels_codes(query: Strings, q_dict: Strings, check_ids: bool) -> tuple[np.ndarray, int]:
     """Query code of each qrels row in the run's code space; queries not in the run get codes
     from ``len(q_dict)`` on. Returns the codes and the number of codes."""
     if len(query) == 0:

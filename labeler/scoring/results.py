@@ -20,30 +20,31 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
 
-from labeler import fmt, io
-from labeler._arrow import arrow_strings
-from labeler.scoring.kernels import (SUMMARY_COLUMNS, missing_queries, ndcg_per_query, ndcg_summary,
-                                     summarise, value_blocks, value_table)
+from labeler import fmt
+from labeler.errors import ConfigError
+from labeler.schema import GAINS, IDEALS
+from labeler.scoring.arrays import KernelOut, discounts, gain_of
+from labeler.scoring.figures import (MEASURE_SUMMARY_COLUMNS, PER_QUERY_COLUMNS,
+                                     SUMMARY_COLUMNS, Figures, build_figures)
+from labeler.scoring.inputs import (kernel_of_files, qrels_arrays, qrels_input, run_arrays,
+                                    run_input, run_kernel)
+from labeler.scoring.measures import Measure, parse_measure, parse_measures
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PER_QUERY_COLUMNS", "SUMMARY_COLUMNS", "ScoreResult", "dcg", "evaluate",
            "evaluate_files", "frames_of", "ndcg_at_k", "score"]
-from labeler.scoring.ndcg import (KernelOut, NeedsIO, QrelsArrays, RunArrays, discounts, gain_of,
-                                  kernel)
-from labeler.errors import ConfigError
-from labeler.scoring.measures import Measure, parse_measure, parse_measures
-from labeler.schema import GAINS, IDEALS
 
 Gain: TypeAlias = str
 """``"linear"`` or ``"exponential"`` (checked when called)."""
 Ideal: TypeAlias = str
 """``"qrels"`` or ``"run"`` (checked when called)."""
-PER_QUERY_COLUMNS = ["system", "query_id", "k", "ndcg", "dcg", "idcg", "judged_at_k"]
 
 
 # --------------------------------------------------------------------------- lists of grades
@@ -81,7 +82,7 @@ def ndcg_at_k(ranked_rels: Sequence[float], k: int, gain: Gain = "linear",
 
 # --------------------------------------------------------------------------- result
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ScoreResult:
     """NDCG@k (and any other measures) of one or more runs: DataFrames and renderers.
 
@@ -93,128 +94,175 @@ class ScoreResult:
     - ``measure_summary``: ``system, measure, mean, median, n_queries, n_empty`` of the
       extra measures.
 
+    The DataFrames are made on first use, from :attr:`figures` (flat arrays): the JSON, the
+    trec_eval text and the tables need no pandas.
+
     Usage: ``res.mean("bm25", 10)``, ``res.mean("bm25", measure="AP")``, ``res.to_dict()``,
     ``res.to_trec()``, ``res.to_markdown()``.
     """
 
-    per_query: pd.DataFrame
-    summary: pd.DataFrame
+    figures: Figures
     ks: list[int]
     gain: str = "linear"
     ideal: str = "qrels"
     include_empty: bool = False
-    systems: list[str] = field(default_factory=list)
     measures: list[Measure] = field(default_factory=list)
-    values: pd.DataFrame = field(default_factory=pd.DataFrame)
-    measure_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     complete: bool = False
+
+    @property
+    def systems(self) -> list[str]:
+        """The runs, in order of first appearance."""
+        return list(self.figures.systems)
+
+    def __repr__(self) -> str:
+        return (f"ScoreResult(systems={self.systems}, ks={self.ks}, "
+                f"measures={[str(m) for m in self.measures]})")
 
     def _repr_html_(self) -> str:
         from labeler.report.notebook import score_html
 
         return score_html(self)
 
+    # ----------------------------------------------------------------------- frames
+
+    @cached_property
+    def per_query(self) -> pd.DataFrame:
+        """NDCG@k per (system, query) and k: ``system, query_id, k, ndcg, dcg, idcg,
+        judged_at_k`` (``ndcg`` NaN where the query is left out)."""
+        return self.figures.per_query_table().to_pandas()
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """NDCG@k per run and k: mean, median, queries, IDCG 0, judged share."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.figures.summary_rows, columns=SUMMARY_COLUMNS)
+        frame["system"] = frame["system"].astype("str")
+        return frame
+
+    @cached_property
+    def values(self) -> pd.DataFrame:
+        """Every figure per (system, query judged by the qrels), long (see the class)."""
+        return self.figures.values_table().to_pandas()
+
+    @cached_property
+    def measure_summary(self) -> pd.DataFrame:
+        """Mean, median and counts of each (system, measure) of :attr:`measures`."""
+        import pandas as pd
+
+        return pd.DataFrame(self.figures.measure_rows, columns=MEASURE_SUMMARY_COLUMNS)
+
+    def counted(self) -> pd.Series:
+        """Rows of ``values`` that enter means and per-query lists."""
+        import pandas as pd
+
+        return pd.Series(self.figures.counted(self.include_empty, self.complete),
+                         index=self.values.index)
+
+    # ----------------------------------------------------------------------- figures
+
     def mean(self, system: str, k: int | None = None,
              measure: str | Measure | None = None) -> float:
         """Mean NDCG@k of ``system`` (``k`` defaults to the first k scored), or the mean of
         ``measure`` (e.g. ``"P@10"``)."""
         if measure is not None:
-            return float(self._measure_row(system, measure)["mean"])
-        return float(self._summary_row(system, k)["mean"])
+            return float(self._measure_row(system, measure)[2])
+        return float(self._summary_row(system, k)[2])
 
     def median(self, system: str, k: int | None = None,
                measure: str | Measure | None = None) -> float:
         """Median NDCG@k of ``system``, or the median of ``measure``."""
         if measure is not None:
-            return float(self._measure_row(system, measure)["median"])
-        return float(self._summary_row(system, k)["median"])
+            return float(self._measure_row(system, measure)[3])
+        return float(self._summary_row(system, k)[3])
 
-    def _summary_row(self, system: str, k: int | None) -> pd.Series:
-        k = self.ks[0] if k is None else int(k)
-        rows = self.summary[(self.summary["system"] == system) & (self.summary["k"] == k)]
-        if rows.empty:
-            raise KeyError(f"no score for system {system!r} at k={k}; have systems "
-                           f"{self.systems} and k {self.ks}")
-        return rows.iloc[0]
+    def _summary_row(self, system: str, k: int | None) -> tuple[Any, ...]:
+        k = (self.ks[0] if self.ks else None) if k is None else int(k)
+        for row in self.figures.summary_rows:
+            if row[0] == system and row[1] == k:
+                return row
+        raise KeyError(f"no score for system {system!r} at k={k}; have systems "
+                       f"{self.systems} and k {self.ks}")
 
-    def _measure_row(self, system: str, measure: str | Measure) -> pd.Series:
+    def _measure_row(self, system: str, measure: str | Measure) -> tuple[Any, ...]:
         key = str(parse_measure(measure))
-        ms = self.measure_summary
-        rows = ms[(ms["system"] == system) & (ms["measure"] == key)] if len(ms) else ms
-        if rows.empty:
-            raise KeyError(f"no {key} for system {system!r}; have systems {self.systems} "
-                           f"and measures {[str(m) for m in self.measures]}")
-        return rows.iloc[0]
+        for row in self.figures.measure_rows:
+            if row[0] == system and row[1] == key:
+                return row
+        raise KeyError(f"no {key} for system {system!r}; have systems {self.systems} "
+                       f"and measures {[str(m) for m in self.measures]}")
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: ``{"k": [...], "runs": {tag: {"ndcg@k": {...},
         "<measure>": {...}}}}``; each measure has ``ci``, the 95% t-interval of its mean (null
         below two queries)."""
-        from labeler.statistics.inference import mean_ci
+        from labeler.scoring.tdist import mean_ci
 
+        f = self.figures
         runs: dict[str, Any] = {s: {} for s in self.systems}
-        pq = self.per_query
-        system, k_col = pq["system"].to_numpy(), pq["k"].to_numpy()
-        ndcg, query = pq["ndcg"].to_numpy(), pq["query_id"].to_numpy()
-        for row in self.summary.itertuples(index=False):
-            kept = (system == row.system) & (k_col == row.k) & ~np.isnan(ndcg)
-            runs.setdefault(str(row.system), {})[f"ndcg@{int(row.k)}"] = {
-                "mean": _num(row.mean),
-                "median": _num(row.median),
-                "n_queries": int(row.n_queries),
-                "per_query": dict(zip(query[kept].tolist(), ndcg[kept].tolist())),
-                "ci": _interval(mean_ci(ndcg[kept])),
-                "n_empty": int(row.n_empty),
-                "n_not_in_qrels": int(row.n_not_in_qrels),
-                "judged_share": _num(row.judged_share),
-            }
+        kept_pq = ~np.isnan(f.pq_ndcg)
+        for row in f.summary_rows:
+            si, k = self.systems.index(row[0]), int(row[1])
+            kept = np.flatnonzero(kept_pq & (f.pq_system == si) & (f.pq_k == k))
+            values = f.pq_ndcg[kept]
+            runs[str(row[0])][f"ndcg@{k}"] = {
+                "mean": _num(row[2]), "median": _num(row[3]), "n_queries": int(row[4]),
+                "per_query": _per_query(f.pq_query, kept, values),
+                "ci": _interval(mean_ci(values)), "n_empty": int(row[5]),
+                "n_not_in_qrels": int(row[7]), "judged_share": _num(row[6])}
         if self.measures:
-            kept_values = self.values[self.values["measure"].isin(
-                [m.key for m in self.measures]) & self.counted()]
-            groups = {key: frame for key, frame in kept_values.groupby(["system", "measure"],
-                                                                       sort=False)}
-            for row in self.measure_summary.itertuples(index=False):
-                frame = groups.get((row.system, row.measure))
-                per_query = ({} if frame is None else
-                             dict(zip(frame["query_id"].tolist(), frame["value"].tolist())))
-                runs.setdefault(str(row.system), {})[str(row.measure)] = {
-                    "mean": _num(row.mean), "median": _num(row.median),
-                    "n_queries": int(row.n_queries), "per_query": per_query,
-                    "ci": _interval(mean_ci(np.fromiter(per_query.values(), float,
-                                                        len(per_query)))),
-                    "n_empty": int(row.n_empty)}
+            counted = f.counted(self.include_empty, self.complete)
+            n_sys = max(len(self.systems), 1)
+            cell = f.v_measure * n_sys + f.v_system
+            rows = np.flatnonzero(counted)
+            rows = rows[np.argsort(cell[rows], kind="stable")]
+            sorted_cells = cell[rows]
+            for row in f.measure_rows:
+                si, mi = self.systems.index(row[0]), f.keys.index(row[1])
+                lo, hi = np.searchsorted(sorted_cells, [mi * n_sys + si, mi * n_sys + si + 1])
+                mine = rows[lo:hi]
+                values = f.v_value[mine]
+                runs[str(row[0])][str(row[1])] = {
+                    "mean": _num(row[2]), "median": _num(row[3]), "n_queries": int(row[4]),
+                    "per_query": _per_query(f.v_query, mine, values),
+                    "ci": _interval(mean_ci(values)), "n_empty": int(row[5])}
         out: dict[str, Any] = {"k": list(self.ks), "runs": runs}
         if self.measures:
             out["measures"] = [m.key for m in self.measures]
         return out
-
-    def counted(self) -> pd.Series:
-        """Rows of ``values`` that enter means and per-query lists."""
-        v = self.values
-        keep = v["in_run"] | self.complete
-        return keep & (~v["empty"] | self.include_empty)
 
     def to_trec(self, per_query: bool = False) -> str:
         """trec_eval's text output for each run (``runid``, ``num_q``, then each measure's
         mean over every query of the run that the qrels judge — trec_eval's mean — with
         ``-q``'s per-query lines first when ``per_query``)."""
         from labeler.report.trec_text import trec_eval_text
-        return trec_eval_text(self, per_query)
+        return trec_eval_text(self.figures, self.trec_names(), self.complete, per_query)
+
+    def trec_names(self) -> list[tuple[str, str]]:
+        """(value key, name trec_eval prints) of each figure, in output order, each once."""
+        trec_ndcg = self.gain == "linear" and self.ideal == "qrels"
+        pairs = [(f"ndcg@{k}", f"ndcg_cut_{k}" if trec_ndcg else f"ndcg@{k}")
+                 for k in self.ks]
+        pairs += [(m.key, m.trec_name) for m in self.measures]
+        out: list[tuple[str, str]] = []
+        for key, name in pairs:
+            if name not in {n for _, n in out}:
+                out.append((key, name))
+        return out
 
     def to_markdown(self) -> str:
         """A readable Markdown table: one line per run and k (and per extra measure)."""
         lines = ["| run | k | mean NDCG@k | median | queries | IDCG 0 | judged share |",
                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        for row in self.summary.itertuples(index=False):
-            lines.append(f"| {row.system} | {row.k} | {format_value(row.mean)} | "
-                         f"{format_value(row.median)} | {row.n_queries} | {row.n_empty} | "
-                         f"{format_value(row.judged_share)} |")
+        for s, k, mean, median, n, n_empty, judged, _ in self.figures.summary_rows:
+            lines.append(f"| {s} | {k} | {format_value(mean)} | {format_value(median)} | "
+                         f"{n} | {n_empty} | {format_value(judged)} |")
         if self.measures:
             lines += ["", "| run | measure | mean | median | queries | none relevant |",
                       "| --- | --- | ---: | ---: | ---: | ---: |"]
-            for m in self.measure_summary.itertuples(index=False):
-                lines.append(f"| {m.system} | {m.measure} | {format_value(m.mean)} | "
-                             f"{format_value(m.median)} | {m.n_queries} | {m.n_empty} |")
+            for s, key, mean, median, n, n_empty in self.figures.measure_rows:
+                lines.append(f"| {s} | {key} | {format_value(mean)} | "
+                             f"{format_value(median)} | {n} | {n_empty} |")
         note = ("queries with no relevant chunk counted as 0" if self.include_empty
                 else "queries with no relevant judged chunk left out of mean and median")
         if self.complete:
@@ -222,6 +270,12 @@ class ScoreResult:
         lines.append("")
         lines.append(f"gain {self.gain}, ideal from the {self.ideal}; {note}.")
         return "\n".join(lines)
+
+
+def _per_query(queries: Any, rows: np.ndarray, values: np.ndarray) -> dict[str, float]:
+    import pyarrow as pa
+
+    return dict(zip(queries.take(pa.array(rows)).to_pylist(), values.tolist()))
 
 
 def frames_of(result: ScoreResult, measure: str | Measure | None, k: int
@@ -232,6 +286,8 @@ def frames_of(result: ScoreResult, measure: str | Measure | None, k: int
 
     Usage: ``summary, per_query = frames_of(res, "AP", 10)``
     """
+    import pandas as pd
+
     if measure is None:
         return result.summary, result.per_query
     key = str(parse_measure(measure))
@@ -262,57 +318,70 @@ format_value = fmt.num
 
 # --------------------------------------------------------------------------- evaluate
 
-def evaluate(qrels: Any, run: Any, k: int | Sequence[int] | None = None, gain: Gain = "linear",
-             ideal: Ideal = "qrels", include_empty: bool = False,
+def evaluate(qrels: Any, run: Any, k: int | Sequence[int] | None = None,
+             gain: Gain = "linear", ideal: Ideal = "qrels", include_empty: bool = False,
              measures: Sequence[str | Measure] = (), complete: bool = False) -> ScoreResult:
     """NDCG@k of every run in ``run`` against ``qrels`` (trec_eval ``ndcg_cut``), and any
     ``measures`` named as ir_measures writes them (``"P(rel=2)@10"``, ``"AP"``, ...).
 
     ``qrels``/``run``: a DataFrame, a path or ``{qid: {docid: grade|score}}``; ``run`` may hold
     several systems (its ``system`` column). Grades may be any integer (gain g for g > 0).
+    ``k``: NDCG cut-offs (default 10, or none when ``measures`` are given: each figure once).
     ``include_empty`` counts queries of the run that are judged but have no relevant chunk
     (trec_eval's mean); ``complete`` also counts, as 0, every query of the qrels a run lacks
     (trec_eval ``-c``). Inputs are not modified.
 
     Usage: ``res = scoring.evaluate(qrels_df, run_df, k=[5, 10], measures=["AP", "P@10"])``
     """
+    from labeler import io
+
     wanted = parse_measures(measures)
     ks, gain, ideal = _check_options(k, gain, ideal, bool(wanted))
-    qa, check_q = _qrels_input(qrels)
-    ra, check_r = _run_input(run)
-    while True:
-        try:
-            out = kernel(ra, qa, ks, gain, ideal, check_run=check_r, check_qrels=check_q,
-                         depth=_depth(wanted))
-            break
-        except NeedsIO as why:  # io cleans the ids, or finds (and names) a repeated key
-            if why.which == "run":
-                ra, check_r = _run_arrays(io.as_run(run)), False
-            else:
-                qa, check_q = _qrels_arrays(io.as_qrels(qrels, any_grade=True)), False
+    qa, check_q = qrels_input(qrels)
+    ra, check_r = run_input(run)
+    out = run_kernel(qa, check_q, ra, check_r,
+                     lambda: qrels_arrays(io.as_qrels(qrels, any_grade=True)),
+                     lambda: run_arrays(io.as_run(run)), ks, gain, ideal, _depth(wanted))
     return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete))
 
 
 def evaluate_files(qrels: str | os.PathLike[str],
                    runs: Sequence[str | os.PathLike[str] | tuple[str, str | os.PathLike[str]]],
-                   k: int | Sequence[int] | None = None, gain: Gain = "linear", ideal: Ideal = "qrels",
-                   include_empty: bool = False, fmt: str | None = None,
-                   grade_map: Mapping[str, int] | None = None,
+                   k: int | Sequence[int] | None = None, gain: Gain = "linear",
+                   ideal: Ideal = "qrels", include_empty: bool = False,
+                   fmt: str | None = None, grade_map: Mapping[str, int] | None = None,
                    measures: Sequence[str | Measure] = (), complete: bool = False,
-                   run_fmt: str | None = None, qrels_fmt: str | None = None) -> ScoreResult:
+                   run_fmt: str | None = None, qrels_fmt: str | None = None,
+                   engine: str = "memory", memory_limit: str | None = None,
+                   temp_dir: str | os.PathLike[str] | None = None) -> ScoreResult:
     """:func:`evaluate` on files (what ``labeler score`` runs): one qrels file, run files.
 
     A run is ``PATH``, ``"NAME=PATH"`` or ``(NAME, PATH)``; it is named NAME, else by its
     TREC tag, else its ``system`` column, else its file's stem. ``fmt`` forces the format
-    of every file, ``run_fmt`` that of the runs, ``qrels_fmt`` that of the qrels.
+    of every file, ``run_fmt`` that of the runs, ``qrels_fmt`` that of the qrels. Plain TREC
+    and Parquet files are read with Arrow (no pandas), any other through :mod:`labeler.io`.
+    ``engine``: ``memory``; ``duckdb`` streams the runs out of core (extra ``labeler[duckdb]``;
+    ``memory_limit`` such as ``"2GB"``, ``temp_dir`` where it spills), with the same values;
+    ``auto`` picks ``duckdb`` when the runs are large for this machine's memory.
 
     Usage: ``scoring.evaluate_files("human.qrels", ["bm25=a.run", "dense.run"], k=[5, 10])``
     """
     wanted = parse_measures(measures)
     ks, gain, ideal = _check_options(k, gain, ideal, bool(wanted))
-    q = io.read_qrels(qrels, qrels_fmt or fmt, grade_map, any_grade=True)
-    r = io.read_runs(list(runs), run_fmt or fmt)
-    out = kernel(_run_arrays(r), _qrels_arrays(q), ks, gain, ideal, depth=_depth(wanted))
+    if engine not in ("auto", "memory", "duckdb"):
+        raise ConfigError(f"engine must be auto, memory or duckdb, got {engine!r}")
+    if engine != "memory":
+        from labeler.scoring.duckdb_engine import kernel_duckdb, wants_duckdb
+
+        if engine == "duckdb" or wants_duckdb(list(runs), run_fmt or fmt):
+            out = kernel_duckdb(qrels, list(runs), ks, gain, ideal, _depth(wanted),
+                                qrels_fmt=qrels_fmt or fmt, run_fmt=run_fmt or fmt,
+                                grade_map=grade_map, memory_limit=memory_limit,
+                                temp_dir=temp_dir)
+            return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete))
+    out = kernel_of_files(qrels, list(runs), ks, gain, ideal, _depth(wanted),
+                          qrels_fmt=qrels_fmt or fmt, run_fmt=run_fmt or fmt,
+                          grade_map=grade_map)
     return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete))
 
 
@@ -359,74 +428,9 @@ def _check_k(k: Any) -> int:
 def _result(out: KernelOut, ks: list[int], gain: str, ideal: str, include_empty: bool,
             measures: list[Measure] | None = None, complete: bool = False) -> ScoreResult:
     measures = measures or []
-    extra = missing_queries(out) if complete else None
-    per_query = ndcg_per_query(out, ks, include_empty, extra, gain, ideal)
-    blocks = value_blocks(out, ks, measures, extra, gain, ideal)
-    return ScoreResult(per_query=per_query, summary=ndcg_summary(out, ks, per_query, extra),
-                       ks=list(ks), gain=gain, ideal=ideal, include_empty=include_empty,
-                       systems=list(out.system_names), measures=measures,
-                       values=value_table(out, blocks, extra),
-                       measure_summary=summarise(out, blocks, extra, measures, include_empty,
-                                                 complete),
-                       complete=complete)
-
-
-def _run_arrays(run: pd.DataFrame) -> RunArrays:
-    return RunArrays(system=arrow_strings(run["system"]), query=arrow_strings(run["query_id"]),
-                     chunk=arrow_strings(run["chunk_id"]),
-                     score=run["score"].to_numpy(dtype=np.float64))
-
-
-def _qrels_arrays(qrels: pd.DataFrame) -> QrelsArrays:
-    return QrelsArrays(query=arrow_strings(qrels["query_id"]),
-                       chunk=arrow_strings(qrels["chunk_id"]),
-                       grade=qrels["grade"].to_numpy(dtype=np.int64))
-
-
-def _run_input(run: Any) -> tuple[RunArrays, bool]:
-    """Arrays of a run, and whether duplicates are still to be checked.
-
-    A DataFrame that ``io.as_run`` would keep unchanged (string ids without surrounding
-    blanks, numeric scores) is used as it is; anything else goes through ``io.as_run``.
-    """
-    if isinstance(run, pd.DataFrame) and {"query_id", "chunk_id", "score"} <= set(run.columns):
-        try:
-            fast = _fast_run(run)
-        except (pa.ArrowException, TypeError, ValueError):
-            fast = None
-        if fast is not None:
-            return fast, True
-    return _run_arrays(io.as_run(run)), False
-
-
-def _fast_run(run: pd.DataFrame) -> RunArrays | None:
-    if run["score"].dtype.kind not in "fiu":
-        return None
-    score = run["score"].to_numpy(dtype=np.float64)
-    if np.isnan(score).any():
-        return None
-    query, chunk = arrow_strings(run["query_id"]), arrow_strings(run["chunk_id"])
-    system: pa.Array | str = "run"
-    if "system" in run.columns:
-        system = arrow_strings(run["system"])
-        if system.null_count:
-            return None
-    return RunArrays(system=system, query=query, chunk=chunk, score=score)
-
-
-def _qrels_input(qrels: Any) -> tuple[QrelsArrays, bool]:
-    """Arrays of qrels, and whether duplicates are still to be checked (see _run_input)."""
-    if (isinstance(qrels, pd.DataFrame) and "status" not in qrels.columns
-            and {"query_id", "chunk_id", "grade"} <= set(qrels.columns)
-            and qrels["grade"].dtype.kind in "iu"):
-        grade = qrels["grade"].to_numpy(dtype=np.int64)
-        try:
-            query, chunk = arrow_strings(qrels["query_id"]), arrow_strings(qrels["chunk_id"])
-        except (pa.ArrowException, TypeError, ValueError):
-            query = chunk = None
-        if query is not None and chunk is not None and len(grade):
-            return QrelsArrays(query=query, chunk=chunk, grade=grade), True
-    return _qrels_arrays(io.as_qrels(qrels, any_grade=True)), False
+    figures = build_figures(out, ks, measures, include_empty, complete, gain, ideal)
+    return ScoreResult(figures, list(ks), gain=gain, ideal=ideal, include_empty=include_empty,
+                       measures=measures, complete=complete)
 
 
 def score(qrels: Any, runs: Any, *, k: int | Sequence[int] | None = None, gain: Gain = "linear",
@@ -437,6 +441,8 @@ def score(qrels: Any, runs: Any, *, k: int | Sequence[int] | None = None, gain: 
 
     Usage: ``labeler.score("human.qrels", {"bm25": "bm25.run"}, k=[5, 10], measures=["AP"])``
     """
+    from labeler import io
+
     return evaluate(qrels, io.as_runs(runs) if isinstance(runs, (list, tuple, Mapping))
                     else runs, k, gain, ideal, include_empty, measures=measures,
                     complete=complete)

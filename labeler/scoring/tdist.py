@@ -100,9 +100,9 @@ def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95
     n = len(a)
     if n < 2 or np.ptp(a) == 0:
         return None
-    sem = float(np.std(a, ddof=1) / np.sqrt(n))
+    mean = math.fsum(a.tolist()) / n   # exactly rounded sums: the same in any query order
+    sem = math.sqrt(math.fsum(((a - mean) ** 2).tolist()) / (n - 1)) / math.sqrt(n)
     if not sem > 0:
         return None
-    mean = float(a.mean())
     q = t_quantile((1 + level) / 2, n - 1)
     return mean - q * sem, mean + q * sem
