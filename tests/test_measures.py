@@ -58,7 +58,8 @@ def test_trec_names() -> None:
 
 
 @pytest.mark.parametrize("bad", ["Success", "Rprec@10", "Bpref@5", "P", "Judged", "F1@10",
-                                 "P@0", "P(level=2)@10", "nDCG(rel=2)@10", "P(rel=0)@10", "P@ten", ""])
+                                 "P@0", "P(level=2)@10", "nDCG(rel=2)@10", "P(rel=0)@10",
+                                 "P@ten", ""])
 def test_bad_measures_say_what_is_known(bad: str) -> None:
     with pytest.raises(ConfigError, match="@|rel|cut-off|measure"):
         parse_measure(bad)

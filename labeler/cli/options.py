@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 import click
-from annotated_types import Ge, Gt, Le
 
 
 __all__ = [
@@ -52,6 +51,8 @@ def _bare(annotation: Any) -> tuple[Any, bool]:
 
 
 def _click_type(kind: Any, metadata: Iterable[Any]) -> Any:
+    from annotated_types import Ge, Gt, Le   # only the judge options need it
+
     if get_origin(kind) is Literal:
         return click.Choice([str(a) for a in get_args(kind)])
     bounds: dict[str, Any] = {}

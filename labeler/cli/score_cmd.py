@@ -75,6 +75,7 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
                   memory_limit: str | None, temp_dir: str | None) -> None:
     """NDCG@k (and any --measure) of each run against the qrels: mean, median, queries,
     judged share."""
+    from labeler._arrow import allow_pandas, without_pandas
     from labeler.errors import ConfigError
     from labeler.io.arrow_read import split_run_spec
     from labeler.io.guard import check_outputs
@@ -85,26 +86,27 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
     if as_json and as_trec:
         raise ConfigError("give --json or --trec, not both")
     formats = InputFormats(fmt, {"qrels": qrels, "run": list(runs)})
-    with formats:
+    with formats, without_pandas():   # plain run files are scored without pandas
         result = evaluate_files(qrels, list(runs), k=list(ks) or None, gain=gain,
                                 ideal=ideal, include_empty=include_empty,
                                 qrels_fmt=formats["qrels"], run_fmt=formats["run"],
                                 grade_map=_grade_map(grade_map), measures=list(measures),
                                 complete=complete, engine=engine,
                                 memory_limit=memory_limit, temp_dir=temp_dir)
-    if out or as_json:  # the JSON object (with its intervals) only when asked for
-        payload = result.to_dict()
-        if out:
-            from labeler.io.writers import write_json
+        if out or as_json:  # the JSON object (with its intervals) only when asked for
+            payload = result.to_dict()
+            if out:
+                with allow_pandas():
+                    from labeler.io.writers import write_json
 
-            write_json(payload, out)
-        if as_json:
-            click.echo(json.dumps(payload, ensure_ascii=False, allow_nan=False))
+                    write_json(payload, out)
+            if as_json:
+                click.echo(json.dumps(payload, ensure_ascii=False, allow_nan=False))
+                return
+        if as_trec:
+            click.echo(result.to_trec(per_query), nl=False)
             return
-    if as_trec:
-        click.echo(result.to_trec(per_query), nl=False)
-        return
-    _print_table(result, per_query)
+        _print_table(result, per_query)
 
 
 def _run_path(spec: str, split: Any) -> str:
@@ -125,71 +127,113 @@ def _grade_map(spec: str | None) -> dict[str, int] | None:
 
 
 def _print_table(result: ScoreResult, per_query: bool) -> None:
-    from rich.table import Table
-
-    from labeler.cli.tables import cell, make_console
     from labeler.fmt import num
 
-    console = make_console()
+    out = _Tables()
     f = result.figures
     if f.summary_rows:
-        table = Table(title="NDCG@k", title_justify="left")
-        for col, justify in (("run", "left"), ("k", "right"), ("mean", "right"),
-                             ("median", "right"), ("queries", "right"),
-                             ("IDCG 0", "right"), ("judged share", "right")):
-            table.add_column(col, justify=justify)  # type: ignore[arg-type]
-        for system, k, mean, median, n, n_empty, judged, _ in f.summary_rows:
-            table.add_row(cell(system), str(k), num(mean), num(median), str(n),
-                          str(n_empty), num(judged))
-        console.print(table)
+        out.table("NDCG@k", [("run", "l"), ("k", "r"), ("mean", "r"), ("median", "r"),
+                             ("queries", "r"), ("IDCG 0", "r"), ("judged share", "r")],
+                  [[system, str(k), num(mean), num(median), str(n), str(n_empty), num(judged)]
+                   for system, k, mean, median, n, n_empty, judged, _ in f.summary_rows])
     if f.measure_rows:
-        extra = Table(title="Measures", title_justify="left")
-        for col, justify in (("run", "left"), ("measure", "left"), ("mean", "right"),
-                             ("median", "right"), ("queries", "right"),
-                             ("none relevant", "right")):
-            extra.add_column(col, justify=justify)  # type: ignore[arg-type]
-        for system, key, mean, median, n, n_empty in f.measure_rows:
-            extra.add_row(cell(system), cell(key), num(mean), num(median), str(n),
-                          str(n_empty))
-        console.print(extra)
+        out.table("Measures", [("run", "l"), ("measure", "l"), ("mean", "r"), ("median", "r"),
+                               ("queries", "r"), ("none relevant", "r")],
+                  [[system, key, num(mean), num(median), str(n), str(n_empty)]
+                   for system, key, mean, median, n, n_empty in f.measure_rows])
     if result.include_empty:
-        console.print("Judged queries with no relevant chunk are counted (trec_eval's mean).")
+        out.text("Judged queries with no relevant chunk are counted (trec_eval's mean).")
     else:
-        console.print("Queries with no relevant judged chunk are left out of mean and median.")
+        out.text("Queries with no relevant judged chunk are left out of mean and median.")
     if result.complete:
-        console.print("Queries of the qrels a run lacks count 0 (trec_eval -c).")
+        out.text("Queries of the qrels a run lacks count 0 (trec_eval -c).")
     if per_query:
-        _print_per_query(console, result)
+        _print_per_query(out, result)
 
 
-def _print_per_query(console: Any, result: ScoreResult) -> None:
+class _Tables:
+    """Tables as ``rich`` draws them: on a terminal through rich itself; in a pipe, when
+    every cell is plain ASCII, drawn here in the same characters (rich's start-up is then
+    not paid for the same text)."""
+
+    def __init__(self) -> None:
+        import sys
+
+        self.plain = not sys.stdout.isatty()
+        self.console: Any = None
+
+    def _rich(self) -> Any:
+        if self.console is None:
+            from labeler.cli.tables import make_console
+
+            self.console = make_console()
+        return self.console
+
+    def text(self, line: str) -> None:
+        if self.plain:
+            click.echo(line)
+        else:
+            self._rich().print(line)
+
+    def table(self, title: str, columns: list[tuple[str, str]], rows: list[list[str]]
+              ) -> None:
+        from labeler.cli.tables import _CONTROL, cell
+
+        rows = [[_CONTROL.sub("", str(c)) for c in row] for row in rows]
+        if self.plain and all(c.isascii() and c.isprintable() for row in rows for c in row):
+            click.echo(_draw(title, columns, rows))
+            return
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for name, justify in columns:
+            table.add_column(name, justify="left" if justify == "l" else "right")
+        for row in rows:
+            table.add_row(*(cell(c) for c in row))
+        self._rich().print(table)
+
+
+def _draw(title: str, columns: list[tuple[str, str]], rows: list[list[str]]) -> str:
+    """A table in rich's ``HEAVY_HEAD`` box, as rich prints it without a terminal."""
+    widths = [max([len(name), *(len(r[i]) for r in rows)]) for i, (name, _) in
+              enumerate(columns)]
+
+    def line(cells: list[str], bar: str) -> str:
+        parts = [c.ljust(w) if j == "l" else c.rjust(w)
+                 for c, w, (_, j) in zip(cells, widths, columns)]
+        return bar + " " + f" {bar} ".join(parts) + " " + bar
+
+    def rule(left: str, mid: str, right: str, fill: str) -> str:
+        return left + mid.join(fill * (w + 2) for w in widths) + right
+
+    width = sum(widths) + 3 * len(widths) + 1
+    lines = [title.ljust(width), rule("┏", "┳", "┓", "━"),
+             line([name for name, _ in columns], "┃"), rule("┡", "╇", "┩", "━")]
+    lines += [line(row, "│") for row in rows]
+    lines.append(rule("└", "┴", "┘", "─"))
+    return "\n".join(lines)
+
+
+def _print_per_query(out: _Tables, result: ScoreResult) -> None:
     import numpy as np
     import pyarrow as pa
-    from rich.table import Table
 
-    from labeler.cli.tables import cell
     from labeler.fmt import num
 
     f = result.figures
     if result.ks:
-        detail = Table(title="NDCG@k per query", title_justify="left")
-        for col in ("run", "query", "k", "ndcg", "judged share"):
-            detail.add_column(col)
         rows = np.flatnonzero(~np.isnan(f.pq_ndcg))
         qids = f.pq_query.take(pa.array(rows)).to_pylist()
-        for i, qid in zip(rows.tolist(), qids):
-            detail.add_row(cell(f.systems[f.pq_system[i]]), cell(qid), str(f.pq_k[i]),
-                           num(f.pq_ndcg[i]), num(f.pq_judged[i]))
-        console.print(detail)
+        out.table("NDCG@k per query", [(c, "l") for c in ("run", "query", "k", "ndcg",
+                                                            "judged share")],
+                  [[f.systems[f.pq_system[i]], qid, str(f.pq_k[i]), num(f.pq_ndcg[i]),
+                    num(f.pq_judged[i])] for i, qid in zip(rows.tolist(), qids)])
     if result.measures:
         wanted = [f.keys.index(m.key) for m in result.measures]
         rows = np.flatnonzero(f.counted(result.include_empty, result.complete)
                               & np.isin(f.v_measure, wanted))
-        table = Table(title="Measures per query", title_justify="left")
-        for col in ("run", "query", "measure", "value"):
-            table.add_column(col)
         qids = f.v_query.take(pa.array(rows)).to_pylist()
-        for i, qid in zip(rows.tolist(), qids):
-            table.add_row(cell(f.systems[f.v_system[i]]), cell(qid),
-                          cell(f.keys[f.v_measure[i]]), num(f.v_value[i]))
-        console.print(table)
+        out.table("Measures per query", [(c, "l") for c in ("run", "query", "measure",
+                                                              "value")],
+                  [[f.systems[f.v_system[i]], qid, f.keys[f.v_measure[i]], num(f.v_value[i])]
+                   for i, qid in zip(rows.tolist(), qids)])

@@ -30,6 +30,11 @@ def _same(a: Path, b: Path) -> bool:
 
 def _input_path(value: str | os.PathLike[str]) -> Path:
     """An input's file: ``NAME=PATH`` (a named run) is PATH, as the readers take it."""
+    from labeler.io.arrow_read import split_run_spec
+
+    path = split_run_spec(value)[1]
+    if path is not None:   # plainly a path or NAME=PATH (no pandas to import for it)
+        return Path(path)
     from labeler.io.readers import parse_run_arg
 
     try:

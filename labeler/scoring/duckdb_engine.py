@@ -244,7 +244,7 @@ def kernel_duckdb(qrels: Any, runs: Sequence[Any], ks: list[int], gain: str, ide
     (``depth`` as the kernel's: 0 the NDCG cut-offs, None every rank)."""
     duckdb = _duckdb()
     qa = _qrels(qrels, qrels_fmt, grade_map)
-    kmax = max(ks) if depth == 0 else (None if depth is None else max(depth, *ks))
+    kmax = max(ks) if depth == 0 else (None if depth is None else max([depth, *ks]))
     if ideal == "run":
         kmax = None   # the ideal is the run's own list: every judged row is needed
     with tempfile.TemporaryDirectory(prefix="labeler-duckdb-",

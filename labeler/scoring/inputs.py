@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from labeler._arrow import arrow_strings
+from labeler._arrow import allow_pandas, arrow_strings
 from labeler.scoring.arrays import KernelOut, NeedsIO, QrelsArrays, RunArrays
 from labeler.scoring.ndcg import kernel
 
@@ -57,12 +57,14 @@ def kernel_of_files(qrels: Any, runs: Sequence[Any], ks: list[int], gain: str, i
     from labeler.io.arrow_read import read_qrels_arrow, read_runs_arrow
 
     def qrels_io() -> QrelsArrays:
-        from labeler import io
-        return qrels_arrays(io.read_qrels(qrels, qrels_fmt, grade_map, any_grade=True))
+        with allow_pandas():
+            from labeler import io
+            return qrels_arrays(io.read_qrels(qrels, qrels_fmt, grade_map, any_grade=True))
 
     def run_io() -> RunArrays:
-        from labeler import io
-        return run_arrays(io.read_runs(list(runs), run_fmt))
+        with allow_pandas():
+            from labeler import io
+            return run_arrays(io.read_runs(list(runs), run_fmt))
 
     q_table = None if grade_map else read_qrels_arrow(qrels, qrels_fmt)
     r_tables = read_runs_arrow(list(runs), run_fmt)

@@ -52,7 +52,7 @@ def kernel(run: RunArrays, qrels: QrelsArrays, ks: list[int], gain: str, ideal: 
     checked for blanks and its keys for repeats, and :class:`NeedsIO` is raised on doubt.
     ``depth``: ranks to keep in :attr:`KernelOut.ranked` (0: ``max(ks)``; None: all).
     """
-    kmax = max(ks) if depth == 0 else (None if depth is None else max(depth, *ks))
+    kmax = max(ks) if depth == 0 else (None if depth is None else max([depth, *ks]))
     grp = _groups(run, check_run)
     every_rank = ideal == "qrels" and (kmax is None or kmax >= int(grp.counts.max(initial=0)))
     # whole rankings of one system, grouped: the run is checked as its ids are looked up

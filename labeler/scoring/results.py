@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 
 from labeler import fmt
+from labeler._arrow import allow_pandas, without_pandas
 from labeler.errors import ConfigError
 from labeler.schema import GAINS, IDEALS
 from labeler.scoring.arrays import KernelOut, discounts, gain_of
@@ -129,12 +130,14 @@ class ScoreResult:
     def per_query(self) -> pd.DataFrame:
         """NDCG@k per (system, query) and k: ``system, query_id, k, ndcg, dcg, idcg,
         judged_at_k`` (``ndcg`` NaN where the query is left out)."""
-        return self.figures.per_query_table().to_pandas()
+        with allow_pandas():
+            return self.figures.per_query_table().to_pandas()
 
     @cached_property
     def summary(self) -> pd.DataFrame:
         """NDCG@k per run and k: mean, median, queries, IDCG 0, judged share."""
-        import pandas as pd
+        with allow_pandas():
+            import pandas as pd
 
         frame = pd.DataFrame(self.figures.summary_rows, columns=SUMMARY_COLUMNS)
         frame["system"] = frame["system"].astype("str")
@@ -143,18 +146,21 @@ class ScoreResult:
     @cached_property
     def values(self) -> pd.DataFrame:
         """Every figure per (system, query judged by the qrels), long (see the class)."""
-        return self.figures.values_table().to_pandas()
+        with allow_pandas():
+            return self.figures.values_table().to_pandas()
 
     @cached_property
     def measure_summary(self) -> pd.DataFrame:
         """Mean, median and counts of each (system, measure) of :attr:`measures`."""
-        import pandas as pd
+        with allow_pandas():
+            import pandas as pd
 
         return pd.DataFrame(self.figures.measure_rows, columns=MEASURE_SUMMARY_COLUMNS)
 
     def counted(self) -> pd.Series:
         """Rows of ``values`` that enter means and per-query lists."""
-        import pandas as pd
+        with allow_pandas():
+            import pandas as pd
 
         return pd.Series(self.figures.counted(self.include_empty, self.complete),
                          index=self.values.index)
@@ -379,10 +385,12 @@ def evaluate_files(qrels: str | os.PathLike[str],
                                 grade_map=grade_map, memory_limit=memory_limit,
                                 temp_dir=temp_dir)
             return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete))
-    out = kernel_of_files(qrels, list(runs), ks, gain, ideal, _depth(wanted),
-                          qrels_fmt=qrels_fmt or fmt, run_fmt=run_fmt or fmt,
-                          grade_map=grade_map)
-    return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete))
+    with without_pandas():   # plain files need no pandas (an odd one lifts this)
+        out = kernel_of_files(qrels, list(runs), ks, gain, ideal, _depth(wanted),
+                              qrels_fmt=qrels_fmt or fmt, run_fmt=run_fmt or fmt,
+                              grade_map=grade_map)
+        return _result(out, ks, gain, ideal, bool(include_empty), wanted,
+                       bool(complete))
 
 
 def _depth(measures: list[Measure]) -> int | None:
