@@ -173,6 +173,9 @@ def _run_select(con: Any, spec: Any, fmt: str | None) -> tuple[str, list[str]]:
         first = _first_record(p)
         if first is not None and len(first[0].split("\t")) == 6:
             kind = "trec"
+        else:   # id<TAB>text: not a run; the in-memory reader says why
+            from labeler import io
+            io.read_run(p, fmt, name=name)
     if kind == "trec":
         sql, tag = _trec_source(p)
         system = name if name is not None else str(tag)
@@ -247,6 +250,11 @@ def kernel_duckdb(qrels: Any, runs: Sequence[Any], ks: list[int], gain: str, ide
     kmax = max(ks) if depth == 0 else (None if depth is None else max([depth, *ks]))
     if ideal == "run":
         kmax = None   # the ideal is the run's own list: every judged row is needed
+    if temp_dir is not None:
+        try:
+            Path(temp_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--temp-dir {temp_dir}: cannot make the folder ({exc})") from None
     with tempfile.TemporaryDirectory(prefix="labeler-duckdb-",
                                      dir=None if temp_dir is None else str(temp_dir)) as tmp:
         con = duckdb.connect(config={"preserve_insertion_order": False})

@@ -208,6 +208,6 @@ def _ndcg_summary(out: KernelOut, ks: list[int], pq: dict[str, Any], extra: Miss
             values = ndcg[mine, j]
             rows.append((name, k, *_stats(values[~np.isnan(values)]),
                          int((~np.isnan(values)).sum()), int((idcg[mine, j] == 0).sum()),
-                         float(out.judged[in_run, j].mean()) if in_run.any() else math.nan,
+                         _stats(out.judged[in_run, j])[0],
                          int((~out.in_qrels[in_run]).sum())))
     return rows
