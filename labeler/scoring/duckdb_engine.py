@@ -283,7 +283,8 @@ def _rank(con: Any, duckdb: Any, qa: QrelsArrays, runs: Sequence[Any], fmt: str 
           ks: list[int], gain: str, ideal: str, kmax: int | None) -> KernelOut:
     from labeler.scoring.ndcg import assemble, qrels_codes
 
-    selects, seen = [], {}
+    selects: list[str] = []
+    seen: dict[str, str] = {}
     for i, spec in enumerate(runs):
         sql, systems = _run_select(con, spec, fmt)
         for s in systems:
@@ -356,8 +357,12 @@ def _check_ranked_once(con: Any, runs: Sequence[Any], fmt: str | None) -> None:
     """A chunk ranked twice for one (system, query) is the in-memory path's error: the
     file, and its line or row where the file is small enough to find it."""
     dup = con.execute("""
-        SELECT system, query_id, chunk_id, min(run_no) FROM runs
-        GROUP BY system, query_id, chunk_id HAVING count(*) > 1 LIMIT 1""").fetchone()
+        SELECT system, query_id, chunk_id, run_no FROM (
+            SELECT system, query_id, chunk_id, run_no,
+                   chunk_id = lag(chunk_id) OVER (PARTITION BY system, query_id
+                                                  ORDER BY chunk_id) AS again
+            FROM runs)
+        WHERE again LIMIT 1""").fetchone()
     if dup is None:
         return
     from labeler.io import parse_run_arg
