@@ -80,7 +80,7 @@ def test_a_chunk_ranked_twice_is_the_same_error(tmp_path: Path) -> None:
     qpath, specs, _, _ = _write(tmp_path, 4, "trec")
     path = Path(specs[0])
     lines = path.read_text().splitlines(True)
-    path.write_text("".join(lines[:5] + [lines[1].replace(" 1 ", " 99 ")] + lines[5:]))
+    path.write_text("".join([*lines[:5], lines[1].replace(" 1 ", " 99 "), *lines[5:]]))
     errors = []
     for engine in ("memory", "duckdb"):
         with pytest.raises(InputError) as info:

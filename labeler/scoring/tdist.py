@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 
 import numpy as np
 
@@ -47,8 +46,14 @@ def _log_pdf_norm(df: int) -> float:
             - 0.5 * math.log(df * math.pi))
 
 
+def _normal_quantile(p: float) -> float:
+    from statistics import NormalDist   # imported when an interval is asked for
+
+    return NormalDist().inv_cdf(p)
+
+
 def _expansion(p: float, df: int) -> float:
-    x = NormalDist().inv_cdf(p)
+    x = _normal_quantile(p)
     x2 = x * x
     g1 = (x2 + 1) * x / 4
     g2 = ((5 * x2 + 16) * x2 + 3) * x / 96
@@ -77,7 +82,7 @@ def t_quantile(p: float, df: int) -> float:
         return (2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p)))
     if df >= _EXPANSION_FROM:
         return _expansion(p, df)
-    t = _expansion(p, df) if df > 4 else NormalDist().inv_cdf(p) * 1.5
+    t = _expansion(p, df) if df > 4 else _normal_quantile(p) * 1.5
     log_norm = _log_pdf_norm(df)
     for _ in range(60):   # Newton: converges in a handful of steps from the expansion
         pdf = math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
