@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception
 
 from labeler import fmt, io
+from labeler.io.convert import QrelsExport
 from labeler.labelling.job import Job, typed_records
 from labeler.labelling.cache import LabelCache
 from labeler.errors import ConfigError
@@ -83,11 +84,15 @@ class LabelSummary(BaseModel):
 
 
 @dataclass(frozen=True)
-class LabelResult:
-    """Label records (input order, one per pair) and the job's summary."""
+class LabelResult(QrelsExport):
+    """Label records (input order, one per pair) and the job's summary; the judged labels
+    convert to ``to_ir_measures()``, ``to_pytrec_eval()``, ``to_ranx()``, ``to_pyterrier()``."""
 
     records: pd.DataFrame
     summary: LabelSummary
+
+    def _label_records(self) -> pd.DataFrame:
+        return self.records
 
     @property
     def exit_code(self) -> int:

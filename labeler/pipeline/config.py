@@ -198,7 +198,9 @@ class Config(_Section):
         base = Path(base_dir).resolve()
 
         def fix(p: Path | None) -> Path | None:
-            return None if p is None else (base / p.expanduser()).resolve()
+            if p is None or str(p).startswith("irds:"):  # an ir_datasets id, not a file
+                return p
+            return (base / p.expanduser()).resolve()
 
         inputs = self.inputs.model_copy(update={
             "pairs": fix(self.inputs.pairs), "queries": fix(self.inputs.queries),
@@ -238,6 +240,8 @@ def _expand_run(base: Path, entry: str) -> list[str]:
 
 def _expand(base: Path, pattern: str) -> list[Path]:
     """A run path, or a glob pattern (sorted matches); a pattern matching nothing is an error."""
+    if pattern.startswith("irds:"):  # an ir_datasets id (its scored documents), not a file
+        return [Path(pattern)]
     full = base / Path(pattern).expanduser()
     if not glob.has_magic(pattern):
         return [full.resolve()]

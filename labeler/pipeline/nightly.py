@@ -123,9 +123,8 @@ def load_inputs(cfg: Config) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     first_rows = runs.drop_duplicates("system")["system"].tolist()  # one tag per file, in order
     paths = (dict(zip(first_rows, (str(io.parse_run_arg(r)[1]) for r in inputs.runs)))
              if len(first_rows) == len(inputs.runs) else None)
-    pairs = pool_pairs(io.read_queries(inputs.queries, fmt("queries")),
-                       io.read_corpus(inputs.corpus, fmt("corpus")), runs,
-                       inputs.depth, run_paths=paths)
+    pairs = pool_pairs(io.read_queries(inputs.queries, fmt("queries")), inputs.corpus, runs,
+                       inputs.depth, run_paths=paths, corpus_fmt=fmt("corpus"))
     return pairs, runs
 
 
