@@ -26,13 +26,13 @@ except ImportError as exc:  # pragma: no cover - exercised where pyterrier is mi
     raise ImportError("labeler.pyterrier needs PyTerrier: pip install 'labeler[pyterrier]'"
                       ) from exc
 
-__all__ = ["LLMJudge", "PT_COLUMNS"]
+__all__ = ["PT_COLUMNS", "LLMJudge"]
 
 PT_COLUMNS = ("qid", "query", "docno", "text")
 """The columns :class:`LLMJudge` reads."""
 
 
-class LLMJudge(pt.Transformer):  # type: ignore[misc]  # pyterrier ships no type stubs
+class LLMJudge(pt.Transformer):
     """Label each row's (query, text) with an LLM judge: the frame comes back row for row,
     in its order, with ``label`` (nullable integer grade; missing where the judge failed)
     and ``label_status``; ``label_rationale`` too with ``rationale=True``.

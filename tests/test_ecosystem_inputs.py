@@ -71,7 +71,7 @@ def _qrels_forms(ds_id: str) -> dict[str, Callable[[], Any]]:
         pass
     try:
         import pytrec_eval
-        forms["pytrec_eval dict"] = lambda: pytrec_eval.parse_qrel(open(QRELS))
+        forms["pytrec_eval dict"] = lambda: pytrec_eval.parse_qrel(QRELS.read_text().splitlines())
     except ImportError:
         pass
     try:
@@ -97,7 +97,7 @@ def _run_forms(ds_id: str) -> dict[str, Callable[[], Any]]:
         pass
     try:
         import pytrec_eval
-        forms["pytrec_eval dict"] = lambda: pytrec_eval.parse_run(open(path))
+        forms["pytrec_eval dict"] = lambda: pytrec_eval.parse_run(path.read_text().splitlines())
     except ImportError:
         pass
     try:
@@ -174,12 +174,12 @@ def test_pool_takes_every_form_and_fetches_only_the_pooled_documents(
     runs = {n: _pt_run(p) for n, p in RUNS.items()}
     for qname, queries in _query_forms(ds_id).items():
         got = labeler.pool(queries, f"irds:{ds_id}", runs, depth=7)
-        _frames_equal(got, expected, ["query_id", "chunk_id"])
+        _frames_equal(got, expected, ["query_id", "chunk_id"], qname)
     assert all(sorted(ids) == sorted(set(expected.chunk_id)) for ids in asked) and asked
     monkeypatch.undo()
     for cname, corpus in _corpus_forms(ds_id).items():
         got = labeler.pool(QUERIES, corpus, [str(p) for p in RUNS.values()], depth=7)
-        _frames_equal(got, expected, ["query_id", "chunk_id"])
+        _frames_equal(got, expected, ["query_id", "chunk_id"], cname)
 
 
 def test_label_takes_every_form_of_pairs(ds_id: str) -> None:
@@ -191,7 +191,7 @@ def test_label_takes_every_form_of_pairs(ds_id: str) -> None:
                                                         [str(p) for p in RUNS.values()],
                                                         depth=3)}.items():
         got = labeler.label(form, model="lexical").records
-        _frames_equal(got, expected, ["query_id", "chunk_id"])
+        _frames_equal(got, expected, ["query_id", "chunk_id"], name)
 
 
 def test_a_dataset_labels_its_judged_pairs_with_its_topic_fields(

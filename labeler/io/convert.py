@@ -185,6 +185,7 @@ def to_pytrec_eval(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
 
     Usage: ``pytrec_eval.RelevanceEvaluator(to_pytrec_eval(llm), {"ndcg_cut.10"})``
     """
+    cast: type[float] | type[int]
     if _is_run(frame):
         _one_system(frame, "pytrec_eval")
         keys, value, cast = frame, SCORE, float

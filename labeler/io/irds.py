@@ -56,7 +56,7 @@ def name_of(ds: Any) -> str:
     ident = getattr(ds, "dataset_id", None)
     try:
         return f"{IRDS_PREFIX}{ident()}" if callable(ident) else "<ir_datasets dataset>"
-    except Exception:  # noqa: BLE001 — a dataset without metadata
+    except Exception:
         return "<ir_datasets dataset>"
 
 
@@ -67,7 +67,7 @@ def _need(ds: Any, what: str) -> None:
 
 
 def _text(item: Any) -> str:
-    text = item.default_text() if hasattr(item, "default_text") else getattr(item, "text")
+    text = item.default_text() if hasattr(item, "default_text") else item.text
     return str(text)
 
 

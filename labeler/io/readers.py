@@ -328,25 +328,41 @@ RunSpec = PathLike | tuple[str | None, PathLike]
 """A run argument: a path, ``"NAME=PATH"`` or ``(NAME, PATH)``."""
 
 
-def parse_run_arg(spec: RunSpec) -> tuple[str | None, PathLike]:
-    """``"bm25=runs/a.run"`` → ``("bm25", "runs/a.run")``; a plain path → ``(None, path)``.
+def parse_named(spec: RunSpec, what: str = "run", *, base: PathLike | None = None
+                ) -> tuple[str | None, PathLike]:
+    """``"bm25=runs/a.run"`` → ``("bm25", "runs/a.run")``; a plain path → ``(None, path)``:
+    the one parser of every ``[NAME=]PATH`` argument (runs, judges' label sets, config runs).
 
-    A text holding ``=`` is a path when a file of that name exists, or when what precedes
-    the ``=`` holds a path separator; an empty NAME is an error.
+    A text holding ``=`` is a path when a file of that name exists (relative to ``base`` when
+    given), or when what precedes the ``=`` holds a path separator and what follows is no
+    file; an empty NAME is an error that names ``what``. PATH may be ``irds:<id>``.
 
-    Usage: ``name, path = parse_run_arg("dense=out/dense.trec")``
+    Usage: ``name, path = parse_named("gpt=labels/gpt.jsonl", "label set")``
     """
     if isinstance(spec, tuple):
         return spec[0], spec[1]
     text = os.fspath(spec)
-    if isinstance(spec, Path) or "=" not in text or Path(text).exists():
+    if (isinstance(spec, Path) or "=" not in text
+            or (Path(base) / text if base is not None else Path(text)).exists()):
         return None, spec
     name, _, path = text.partition("=")
-    if "/" in name or os.sep in name:
+    target = Path(base) / path if base is not None else Path(path)
+    if ("/" in name or "\\" in name or os.sep in name) and not (
+            path.startswith("irds:") or target.exists()):
         return None, spec
     if not name.strip() or not path:
-        raise InputError(f"cannot read the run {text!r}: write NAME=PATH, e.g. bm25=runs/bm25.run")
+        raise InputError(f"cannot read the {what} {text!r}: write NAME=PATH, e.g. "
+                         f"{'bm25=runs/bm25.run' if what == 'run' else 'gpt=labels.jsonl'}")
     return name.strip(), path
+
+
+def parse_run_arg(spec: RunSpec) -> tuple[str | None, PathLike]:
+    """``"bm25=runs/a.run"`` → ``("bm25", "runs/a.run")``; a plain path → ``(None, path)``
+    (:func:`parse_named` for a run).
+
+    Usage: ``name, path = parse_run_arg("dense=out/dense.trec")``
+    """
+    return parse_named(spec, "run")
 
 
 def read_runs(paths: Sequence[RunSpec], fmt: str | None = None
@@ -356,7 +372,7 @@ def read_runs(paths: Sequence[RunSpec], fmt: str | None = None
     with the same name are an error that suggests NAME=PATH. Anything else
     :func:`labeler.io.as_runs` takes (``{name: run}``, ranx Runs ...) goes there."""
     if not isinstance(paths, (list, tuple)) or not all(
-            is_path(p) or is_irds(p) or isinstance(p, tuple) and not hasattr(p, "_fields")
+            is_path(p) or is_irds(p) or (isinstance(p, tuple) and not hasattr(p, "_fields"))
             for p in paths):
         from labeler.io.edges import as_runs
 

@@ -226,16 +226,20 @@ class Config(_Section):
 def _expand_run(base: Path, entry: str) -> list[str]:
     """``PATH``/pattern → resolved paths; ``NAME=PATH`` → ``NAME=<resolved path>`` (one
     file: a name for several would be ambiguous)."""
-    name, sep, rest = entry.partition("=")
-    if not sep or "/" in name or "\\" in name or (base / entry).exists():
+    from labeler.errors import InputError
+    from labeler.io import parse_named
+
+    try:
+        name, rest = parse_named(entry, base=base)
+    except InputError:
+        raise ConfigError(f"inputs.runs: cannot read '{entry}': write NAME=PATH") from None
+    if name is None:
         return [str(p) for p in _expand(base, entry)]
-    if not name.strip() or not rest:
-        raise ConfigError(f"inputs.runs: cannot read '{entry}': write NAME=PATH")
-    paths = _expand(base, rest)
+    paths = _expand(base, str(rest))
     if len(paths) != 1:
         raise ConfigError(f"inputs.runs: '{entry}' names {len(paths)} files; a name is for one "
                           "run")
-    return [f"{name.strip()}={paths[0]}"]
+    return [f"{name}={paths[0]}"]
 
 
 def _expand(base: Path, pattern: str) -> list[Path]:
