@@ -29,13 +29,17 @@ _OUT_FORMATS = ("jsonl", "csv", "parquet")
 
 @main.command("label")
 @click.option("--pairs", "pairs_path", type=_FILE,
-              help="Pairs to judge: query_id, query, chunk_id, chunk (CSV/JSONL/Parquet).")
+              help="Pairs to judge: query_id, query, chunk_id, chunk (CSV/JSONL/Parquet), or "
+                   "irds:<id> (an ir_datasets dataset's judged pairs).")
 @click.option("--queries", "queries_path", type=_FILE,
-              help="Queries (query_id, query; or TSV id<TAB>text) — with --corpus and --run.")
+              help="Queries (query_id, query; TSV id<TAB>text; or irds:<id>, with its "
+                   "description/narrative) — with --corpus and --run.")
 @click.option("--corpus", "corpus_path", type=_FILE,
-              help="Corpus (chunk_id, chunk; or TSV id<TAB>text) — with --queries and --run.")
+              help="Corpus (chunk_id, chunk; TSV id<TAB>text; or irds:<id>: only the pooled "
+                   "documents are fetched) — with --queries and --run.")
 @click.option("--run", "run_paths", multiple=True, metavar="[NAME=]PATH",
-              help="A run to pool from (TREC run or table); repeat for several runs. "
+              help="A run to pool from (TREC run, table, or irds:<id>: its scored documents); "
+                   "repeat for several runs. "
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")
