@@ -35,7 +35,7 @@ def test_the_pages_python_examples_run(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "ecosystem_docs"}
     for i, block in enumerate(BLOCK.findall(PAGE.read_text()), start=1):
-        exec(compile(block, f"{PAGE.name} block {i}", "exec"), namespace)  # noqa: S102
+        exec(compile(block, f"{PAGE.name} block {i}", "exec"), namespace)
     side = namespace["side_by_side"]
     assert sorted({key for key, _ in side.index}) == ["LLM", "human"]  # type: ignore[attr-defined]
     judged = namespace["judged"]
