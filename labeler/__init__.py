@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from labeler.reconciliation.comparison import Comparison, compare
     from labeler.io import (read_corpus, read_labels, read_pairs, read_qrels, read_queries,
                             read_run, read_runs)
-    from labeler.labelling.stage import LabelResult, label
+    from labeler.labelling.result import LabelResult
+    from labeler.labelling.stage import label
     from labeler.labelling.pooling import pool
     from labeler.reconciliation.stage import Reconciliation, reconcile
     from labeler.scoring.results import ScoreResult, score
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from labeler.statistics.verdicts import Significance, StatsOptions
 
 _LAZY: dict[str, str] = {
-    "label": "labelling.stage", "LabelResult": "labelling.stage",
+    "label": "labelling.stage", "LabelResult": "labelling.result",
     "pool": "labelling.pooling",
     "reconcile": "reconciliation.stage", "Reconciliation": "reconciliation.stage",
     "AgreementReport": "reconciliation.agreement",

@@ -45,7 +45,7 @@ from labeler.pipeline.rundir import (finish_run_dir, hold_lock, latest_run, log_
 
 if TYPE_CHECKING:
     from labeler.reconciliation.comparison import Comparison
-    from labeler.labelling.stage import LabelResult
+    from labeler.labelling.result import LabelResult
     from labeler.reconciliation.stage import Reconciliation
     from labeler.scoring.results import ScoreResult
 

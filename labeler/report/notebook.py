@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from labeler.reconciliation.agreement import AgreementReport
     from labeler.reconciliation.comparison import Comparison
-    from labeler.labelling.stage import LabelResult
+    from labeler.labelling.result import LabelResult
     from labeler.reconciliation.stage import Reconciliation
     from labeler.scoring.results import ScoreResult
 
