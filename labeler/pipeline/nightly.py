@@ -265,11 +265,12 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
                 files.update({f"report.{kind}": p for kind, p in paths.items()})
 
     score_dict = scores.to_dict() if scores is not None else None
+    stats = cfg.statistics.options()
     drift = compute_drift(prev_labels, records, prev_scores, score_dict,
                           max_changed_share=cfg.drift.max_changed_share,
                           max_ndcg_delta=cfg.drift.max_ndcg_delta, previous=prev_id,
-                          alpha=cfg.statistics.alpha, test=cfg.statistics.test,
-                          permutations=cfg.statistics.permutations, seed=cfg.statistics.seed,
+                          alpha=stats.alpha, test=stats.test,
+                          permutations=stats.permutations, seed=stats.seed,
                           notes=_drift_notes(prev_manifest, summary))
     files["drift.json"] = io.write_json(drift.to_dict(), run_dir / "drift.json")
     if prev_id is not None:
