@@ -299,16 +299,16 @@ def _reconcile(cfg: Config, records: pd.DataFrame, pairs: pd.DataFrame, human: p
                     bootstrap=cfg.human.bootstrap, unit=cfg.human.bootstrap_unit, pairs=pairs)
     if rec.agreement is None:
         log.warning("no pair is judged by both the LLM and the human sample: no agreement")
-    else:
-        files["agreement.json"] = io.write_json(rec.to_dict(), run_dir / "agreement.json")
-    if rec.audit is not None:
-        files["disagreements.jsonl"] = io.write_table(rec.audit,
-                                                      run_dir / "disagreements.jsonl")
+    written = rec.write(merged=run_dir / "merged.jsonl", qrels=run_dir / "merged.qrels",
+                        audit=run_dir / "disagreements.jsonl",
+                        calibration=run_dir / "calibration.json",
+                        report=run_dir / "agreement.json")
+    names = {"report": "agreement.json", "audit": "disagreements.jsonl",
+             "calibration": "calibration.json", "merged": "merged.jsonl",
+             "qrels": "merged.qrels"}
+    files.update({names[kind]: path for kind, path in written.items()})
     if rec.calibration is not None:
-        files["calibration.json"] = rec.calibration.save(run_dir / "calibration.json")
         log.info("calibration (held out): %s", (rec.calibration_report or {}).get("after"))
-    files["merged.jsonl"] = io.write_labels(rec.merged, run_dir / "merged.jsonl")
-    files["merged.qrels"] = io.write_qrels(rec.merged, run_dir / "merged.qrels")
     return rec
 
 
