@@ -18,8 +18,8 @@ from labeler.io._base import (COMPRESSED, GradeMap, Locator, PathLike, _as_id, _
                               _check_exists, _require_columns, detect_format, parse_grades,
                               read_table)
 from labeler.io.convert import is_irds, is_path, table_of
-from labeler.io.trec import (_may_repeat, _read_trec, _read_trec_fast, _run_check, _trec_lines,
-                             _trec_locate_bad, sniff_trec)
+from labeler.io.lines import _run_check, sniff_trec
+from labeler.io.trec import _may_repeat, _read_trec, _read_trec_fast, _trec_lines, _trec_locate_bad
 
 # --------------------------------------------------------------------------- readers
 
