@@ -218,7 +218,7 @@ def test_a_dataset_labels_its_judged_pairs_with_its_topic_fields(
     assert again.records["grade"].tolist() == records["grade"].tolist()
 
 
-def test_errors_name_the_callers_columns_and_objects(ds_id: str, tmp_path: Path) -> None:
+def test_errors_name_the_callers_columns_and_objects(tmp_path: Path) -> None:
     bad = tmp_path / "q.csv"
     bad.write_text("qid,doc,rel\n1,d1,2\n")
     with pytest.raises(InputError, match=r"found qid, doc, rel") as exc:
@@ -227,10 +227,27 @@ def test_errors_name_the_callers_columns_and_objects(ds_id: str, tmp_path: Path)
     frame = pd.DataFrame({"topic": ["1"], "passage_text": ["x"]})
     with pytest.raises(InputError, match=r"found topic, passage_text"):
         labeler.pool(QUERIES, frame, [str(RUNS["bm25"])])
-    with pytest.raises(InputError, match=r"irds:no-such/dataset"):
-        io.read_qrels("irds:no-such/dataset")
     with pytest.raises(TypeError, match="qrels must be"):
         io.read_qrels(3.5)
+    with pytest.raises(InputError, match=r"'x' is ranked twice"):   # records: a run's checks
+        io.as_run([{"qid": "1", "docno": "x", "score": 1.0}, {"qid": "1", "docno": "x",
+                                                             "score": 2.0}])
+
+
+def test_an_unknown_dataset_id_is_named(ds_id: str) -> None:
+    with pytest.raises(InputError, match=r"irds:no-such/dataset: no such ir_datasets dataset"):
+        io.read_qrels("irds:no-such/dataset")
+    with pytest.raises(InputError, match=r"irds:labeler-test/dl19-topics: the dataset has no "
+                                         r"scored documents"):
+        labeler.score(QRELS, f"irds:{irdskit.TOPICS_ID}")
+
+
+def test_several_systems_in_one_pyterrier_frame_keep_their_names() -> None:
+    runs = io.read_runs([f"{n}={p}" for n, p in RUNS.items()])
+    frame = io.to_pyterrier(runs)                    # name, qid, docno, score, rank
+    got = labeler.score(QRELS, frame)
+    _frames_equal(got.per_query, labeler.score(QRELS, runs).per_query,
+                  ["system", "k", "query_id"])
 
 
 def test_ir_datasets_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -60,10 +60,13 @@ def name_of(ds: Any) -> str:
         return "<ir_datasets dataset>"
 
 
+_NAMES = {"docs": "documents", "scoreddocs": "scored documents (no run to read)"}
+
+
 def _need(ds: Any, what: str) -> None:
     has = getattr(ds, f"has_{what}", None)
     if callable(has) and not has():
-        raise InputError(f"the dataset has no {what}", path=name_of(ds))
+        raise InputError(f"the dataset has no {_NAMES.get(what, what)}", path=name_of(ds))
 
 
 def _text(item: Any) -> str:

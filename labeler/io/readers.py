@@ -95,7 +95,7 @@ _ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
               "chunk": ("doc", "text", "passage", "contents", "body")},
     "qrels": {**_ID_ALIASES, "grade": ("relevance", "rel", "label", "judgement", "score")},
     "labels": {**_ID_ALIASES, "grade": ("relevance", "rel", "label")},
-    "run": {**_ID_ALIASES, "system": ("run_id", "runid", "run", "tag")},
+    "run": {**_ID_ALIASES, "system": ("run_id", "runid", "run", "tag", "name")},
 }
 
 
