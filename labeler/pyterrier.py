@@ -48,6 +48,7 @@ class LLMJudge(pt.Transformer):
     def __init__(self, model: str, *, rationale: bool = False, **options: Any) -> None:
         from labeler.settings import JudgeConfig
 
+        super().__init__()
         self.model = model
         self.rationale = rationale
         runtime = {"api_key", "cache_dir", "no_cache", "prices", "max_retries", "progress"}

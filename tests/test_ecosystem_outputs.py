@@ -115,3 +115,21 @@ def test_reconcile_merged_labels_convert_and_runs_become_pyterrier_results(
     assert first.sort_index().tolist() == top.sort_index().tolist()
     with pytest.raises(ConfigError, match="2 systems"):
         io.to_ir_measures(run)
+
+
+def test_results_are_inputs_too(llm: labeler.LabelResult) -> None:
+    runs = {n: str(p) for n, p in RUNS.items()}
+    pd.testing.assert_frame_equal(labeler.score(llm, runs).per_query,
+                                  labeler.score(llm.records, runs).per_query)
+    rec = labeler.reconcile(llm=llm, human=SLICE / "qrels-pass.qrels", bootstrap=0)
+    assert labeler.score(rec, runs).summary.equals(labeler.score(rec.merged, runs).summary)
+
+
+def test_the_pyterrier_module_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyterrier", None)
+    monkeypatch.delitem(sys.modules, "labeler.pyterrier", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'labeler\[pyterrier\]'"):
+        importlib.import_module("labeler.pyterrier")

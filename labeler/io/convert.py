@@ -95,6 +95,8 @@ def table_of(obj: Any, kind: str) -> tuple[pd.DataFrame, str]:
 
     Usage: ``df, name = table_of(ranx_qrels, "qrels")``
     """
+    if isinstance(obj, QrelsExport):   # a label or reconcile result: its label records
+        return obj._label_records().reset_index(drop=True).copy(), f"<{type(obj).__name__}>"
     if isinstance(obj, pd.DataFrame):
         return (obj.reset_index(drop=True).copy(),
                 str(obj.attrs.get("path", f"<{kind} DataFrame>")))
