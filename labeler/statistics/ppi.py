@@ -249,9 +249,13 @@ PAIR_VERDICTS: tuple[str, ...] = ("a-better", "b-better", "unresolved")
 
 
 def pair_family(estimates: list[PPIEstimate], *, alpha: float = 0.05,
+                interval_alpha: float = 0.05,
                 bounds: tuple[float, float] | None = (-1.0, 1.0)) -> PairFamily:
     """Holm-adjusted p-values, Bonferroni simultaneous intervals and verdicts of a family of
-    PPI pair estimates (pairs without an estimate are left out of the family).
+    PPI pair estimates (pairs without an estimate are left out of the family). A verdict is
+    ``a-better``/``b-better`` where ``p_adjusted < alpha``; the ``m`` simultaneous intervals
+    are each at level ``1 − interval_alpha/m``, so all of them hold together at least
+    ``1 − interval_alpha`` of the time.
 
     Usage: ``pair_family([ppi_mean_diff(...), ...]).verdicts``
     """
@@ -268,10 +272,32 @@ def pair_family(estimates: list[PPIEstimate], *, alpha: float = 0.05,
             verdicts.append("unresolved")
             continue
         df = (e.n_labelled - 1) if e.target == "queries" else None
-        half = quantile(alpha / m, df) * e.se
+        half = quantile(interval_alpha / m, df) * e.se
         sim.append(clip_interval(e.estimate - half, e.estimate + half, bounds))
         if q is not None and q < alpha:
             verdicts.append("a-better" if e.estimate > 0 else "b-better")
         else:
             verdicts.append("unresolved")
     return PairFamily(tuple(estimates), tuple(adjusted), tuple(sim), tuple(verdicts))
+
+
+def more_to_halve(n: int, n_total: int, alpha: float = 0.05) -> int | None:
+    """How many more randomly drawn queries a human would judge to halve the plain PPI
+    interval of the queries target, if the spread of Δ stays what it is: the smallest m with
+    t(n+m−1)·sqrt((1 − (n+m)/N)/(n+m)) ≤ ½·t(n−1)·sqrt((1 − n/N)/n). ``None`` below
+    :data:`MIN_LABELLED` or when judging all ``n_total`` queries would not halve it (it
+    always does: the interval then has width 0).
+
+    Usage: ``more_to_halve(10, 43)`` → ``12``
+    """
+    if n < MIN_LABELLED or n >= n_total:
+        return None
+
+    def half(k: int) -> float:
+        return quantile(alpha, k - 1) * math.sqrt(max(0.0, 1 - k / n_total) / k)
+
+    target = half(n) / 2
+    for m in range(1, n_total - n + 1):
+        if half(n + m) <= target:
+            return m
+    return None
