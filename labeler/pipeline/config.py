@@ -129,13 +129,25 @@ class StatisticsConfig(_Section):
     ppi: bool = Field(default=False,
                       description="prediction-powered NDCG: the human qrels cover a random "
                                   "sample of whole queries, the LLM labels every query")
+    ppi_target: Literal["queries", "population"] = Field(
+        default="queries", description="what a PPI interval is an interval of: the mean over "
+                                       "these queries under full human labelling, or over the "
+                                       "population they were drawn from")
+    ppi_tune: bool = Field(default=False,
+                           description="weight the LLM values by a power-tuned lambda, fitted "
+                                       "by 2-fold cross-fitting over the labelled queries")
+    pairs: Literal["all", "best", "adjacent"] | None = Field(
+        default=None, description="pairs of runs to test: all, each against the best, or "
+                                  "neighbours in the order (default: all up to 50 runs, best "
+                                  "above)")
 
     def options(self) -> StatsOptions:
         """These settings as the comparison's :class:`~labeler.statistics.verdicts.StatsOptions`."""
         from labeler.statistics.verdicts import StatsOptions
 
         return StatsOptions(test=self.test, alpha=self.alpha, permutations=self.permutations,
-                            seed=self.seed, ppi=self.ppi)
+                            seed=self.seed, ppi=self.ppi, ppi_target=self.ppi_target,
+                            ppi_tune=self.ppi_tune, pairs=self.pairs)
 
 
 class PriceConfig(_Section):
