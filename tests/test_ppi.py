@@ -74,9 +74,14 @@ def test_cross_fitted_lambda_is_fitted_on_the_other_fold() -> None:
         lams.append(min(1.0, max(0.0, c[0, 1] / c[1, 1])))
     lam_i = np.array(lams)[fold]
     resid = y - lam_i * yhat
-    est = lam_i.mean() * np.concatenate([yhat, yu]).mean() + resid.mean()
+    mean_all = np.concatenate([yhat, yu]).mean()
+    # each fold: lambda_j * mean(Yhat) + residual mean over all 40 queries, the other fold's
+    # part known (5 of 40), this fold's estimating the other 35
+    parts = [lams[j] * mean_all + 5 / 40 * (y - lams[j] * yhat)[fold != j].mean()
+             + 35 / 40 * (y - lams[j] * yhat)[fold == j].mean() for j in (0, 1)]
+    est = sum(parts) / 2
     se = math.sqrt((1 - 10 / 40) * resid.var(ddof=1) / 10)
-    assert r.lam == pytest.approx(lam_i.mean())
+    assert r.lam == pytest.approx(sum(lams) / 2)
     assert r.estimate == pytest.approx(est, abs=1e-12)
     assert r.se == pytest.approx(se, abs=1e-12)
     # a change of a fold's own values leaves that fold's lambda alone
@@ -85,7 +90,12 @@ def test_cross_fitted_lambda_is_fitted_on_the_other_fold() -> None:
     r2 = ppi_mean(y2, yhat, yu, tune=True, seed=7)
     c = np.cov(y2[fold == 0], yhat[fold == 0], ddof=1)
     lam1 = min(1.0, max(0.0, c[0, 1] / c[1, 1]))
-    assert r2.lam == pytest.approx((lams[0] * 5 + lam1 * 5) / 10)
+    assert r2.lam == pytest.approx((lams[0] + lam1) / 2)
+    # with lambda 1 in both folds the cross-fitted estimate is the plain one
+    y3 = np.linspace(0.1, 0.9, 10)
+    tuned = ppi_mean(y3, y3 - 0.05, yu, tune=True)
+    assert tuned.lam == 1.0
+    assert tuned.estimate == pytest.approx(ppi_mean(y3, y3 - 0.05, yu).estimate)
 
 
 def test_too_few_labelled_queries_gives_a_reason() -> None:
@@ -200,3 +210,18 @@ def test_holm_by_hand() -> None:
         want[i] = running
     assert holm(ps) == pytest.approx(want)
     assert list(itertools.chain(holm([]))) == []
+
+
+def test_cross_fitted_estimate_is_exactly_unbiased_by_enumeration() -> None:
+    """Every ordered sample of 5 of 7 queries (the folds follow the order): the mean of the
+    tuned estimates is the mean of Y over the 7 queries, to rounding."""
+    rng = np.random.default_rng(11)
+    y = rng.uniform(0, 1, 7)
+    yhat = np.clip(0.6 * y + 0.3 + rng.normal(0, 0.2, 7), 0, 1)
+    total, count = 0.0, 0
+    for sample in itertools.permutations(range(7), 5):
+        idx = list(sample)
+        rest = [i for i in range(7) if i not in idx]
+        total += ppi_mean(y[idx], yhat[idx], yhat[rest], tune=True).estimate
+        count += 1
+    assert total / count == pytest.approx(y.mean(), abs=1e-12)

@@ -14,9 +14,15 @@ the same queries, ``yhat_unlabelled`` the LLM values of the other ``N − n`` qu
   from. θ̂ = mean(Ŷ of the unlabelled) + mean_n(Δ), se² = var(Ŷ unlabelled)/(N − n) +
   var_n(Δ)/n with a normal quantile: ``ppi_py.ppi_mean_ci(lam=1)`` exactly (its ddof-0 spreads).
 - ``tune=True``: Ŷ weighted by λ (PPI++). The labelled queries are split at random into two
-  folds; each fold's λ is fitted on the *other* fold (cov(Y, Ŷ)/var(Ŷ), clipped to [0, 1]), so
-  no λ is fitted and applied on the same queries. θ̂ = λ̄ · mean(Ŷ) + mean_n(Y − λ_fold · Ŷ)
-  with λ̄ the fold-size weighted mean λ; se from the spread of those residuals as above.
+  folds; each fold's λ is fitted on the *other* fold (cov(Y, Ŷ)/var(Ŷ), clipped to [0, 1];
+  population target: divided by 1 + n/(N − n) as in PPI++), so no λ is fitted and applied on
+  the same queries. Queries target: fold j's estimate is λ_j · mean_N(Ŷ) plus the mean of
+  the residuals Y − λ_j·Ŷ over all N queries, whose part on the other fold is known and whose
+  rest fold j (a random sample of it) estimates; θ̂ is the mean of the two folds' estimates —
+  exactly unbiased, and the plain estimator when λ = 1. Population target: θ̂ =
+  λ̄ · mean(Ŷ unlabelled) + mean_n(Y − λ_fold·Ŷ). se as above from the residuals
+  Y − λ_fold·Ŷ; the reported ``lambda`` is the weight of mean(Ŷ) (the mean of the two λ,
+  weighted by fold size for the population target).
 
 The ``p``-value comes from the same estimate, standard error and distribution as the interval,
 so ``p < α`` exactly when the interval leaves 0 out. With ``bounds`` (e.g. ``(0, 1)`` for NDCG,
@@ -135,6 +141,23 @@ def _fit_lambda(y: NDArray[np.float64], yhat: NDArray[np.float64], factor: float
     return float(np.clip(cov / (factor * var), 0.0, 1.0))
 
 
+def _cross_fit_estimate(y: NDArray[np.float64], yhat: NDArray[np.float64], mean_hat: float,
+                        big_n: int, folds: NDArray[np.int64], lams: NDArray[np.float64]
+                        ) -> float:
+    """The mean of the two folds' estimates. Fold j's λ_j was fitted on the other fold, whose
+    residuals Y − λ_j·Ŷ are known exactly; fold j, a random sample of the queries outside
+    the other fold, estimates the residual mean there. Each fold's estimate is therefore
+    unbiased for the mean over all queries; at λ = 1 the average is the plain estimator."""
+    out = 0.0
+    for j in (0, 1):
+        r = y - lams[j] * yhat
+        other = folds != j
+        share = other.sum() / big_n
+        out += lams[j] * mean_hat + share * float(r[other].mean()) + (1 - share) * float(
+            r[~other].mean())
+    return out / 2
+
+
 def ppi_mean(y: ArrayLike, yhat: ArrayLike, yhat_unlabelled: ArrayLike, *,
              n_total: int | None = None, target: str = "queries", tune: bool = False,
              alpha: float = 0.05, seed: int = 0,
@@ -171,13 +194,19 @@ def ppi_mean(y: ArrayLike, yhat: ArrayLike, yhat_unlabelled: ArrayLike, *,
         factor = 1.0 if target == "queries" else 1.0 + n / max(m, 1)
         lams = np.array([_fit_lambda(yv[folds != j], yh[folds != j], factor) for j in (0, 1)])
         lam_i = lams[folds]
-        lam = float(lam_i.mean())
+        # the weight of mean(Ŷ): each fold's λ counts by its size in the population form,
+        # by half in the queries form (the mean of the two folds' estimates)
+        lam = float(lams.mean()) if target == "queries" else float(lam_i.mean())
     else:
         lam_i = np.full(n, lam_default)
         lam = lam_default
     resid = yv - lam_i * yh
     if target == "queries":
-        estimate = lam * float(np.concatenate([yh, yu]).mean()) + float(resid.mean())
+        mean_hat = float(np.concatenate([yh, yu]).mean())
+        if tune:
+            estimate = _cross_fit_estimate(yv, yh, mean_hat, n + m, folds, lams)
+        else:
+            estimate = mean_hat + float(resid.mean())
         se = math.sqrt(max(0.0, 1 - n / big_n) * float(np.var(resid, ddof=1)) / n)
         df: float | None = n - 1
     else:
