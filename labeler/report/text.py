@@ -128,8 +128,8 @@ def scope_line(c: Comparison) -> str:
               "run's own mean")
     every = ("; a query a run lacks counts 0 (--complete)" if c.complete else
              "; each mean and 95% interval is over the run's own queries (counts shown)")
-    return (f"{shared}{every}. An interval is one of the mean over these queries; "
-            f"clipped to [0, 1].")
+    return (f"{shared}{every}. Each 95% interval is one of the mean over the population of "
+            f"queries these were drawn from, under that label set, clipped to [0, 1].")
 
 VERDICT_WORDS = (
     "confirmed: significant under both label sets, same direction; reversed: significant "
