@@ -117,7 +117,7 @@ def test_bad_options_are_clear_errors() -> None:
         StatsOptions(alpha=0)
     with pytest.raises(ConfigError, match="permutations"):
         StatsOptions(permutations=0)
-    with pytest.raises(ConfigError, match="PPI target"):
+    with pytest.raises(ConfigError, match="ppi_target"):
         StatsOptions(ppi_target="world")
     with pytest.raises(ConfigError, match="pairs"):
         StatsOptions(pairs="some")

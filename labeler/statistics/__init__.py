@@ -26,7 +26,7 @@ _NAMES = {
     "pair_family": "ppi",
     "PPIEstimate": "ppi",
     "PairFamily": "ppi",
-    "StatsOptions": "verdicts",
+    "StatsOptions": "options",
     "Significance": "verdicts",
     "significance": "verdicts",
     "headline": "verdicts",

@@ -286,7 +286,7 @@ def pair_family(estimates: list[PPIEstimate], *, alpha: float = 0.05,
     are each at level ``1 − interval_alpha/m``, so all of them hold together at least
     ``1 − interval_alpha`` of the time.
 
-    Usage: ``pair_family([ppi_mean_diff(...), ...]).verdicts``
+    Usage: ``pair_family([ppi_mean_diff(y_a, y_b, yhat_a, yhat_b, yu_a, yu_b)]).verdicts``
     """
     from labeler.statistics.pairs import holm
 

@@ -30,6 +30,10 @@ from labeler.errors import ConfigError
 from labeler.statistics import inference as stats
 from labeler.statistics import pairs as pairlib
 from labeler.statistics import ppi as ppilib
+from labeler.statistics.options import StatsOptions
+
+__all__ = ["BOUNDS", "DIFF_BOUNDS", "LABEL_SETS", "VERDICTS", "Progress", "Significance",
+           "StatsOptions", "headline", "significance"]
 
 LABEL_SETS = ("human", "llm")
 VERDICTS: tuple[str, ...] = ("confirmed", "reversed", "human-only", "llm-only", "unresolved")
@@ -41,54 +45,6 @@ BOUNDS = (0.0, 1.0)
 DIFF_BOUNDS = (-1.0, 1.0)
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: called while the pairs of a long comparison are tested."""
-
-
-@dataclass(frozen=True)
-class StatsOptions:
-    """How differences are tested: ``test`` (``t`` or ``randomization``), ``permutations``
-    and ``seed`` (randomization test; also the folds of ``ppi_tune``), ``alpha``
-    (significance level after Holm's correction), ``ppi`` (add prediction-powered
-    estimates), ``ppi_target`` (``queries``: the mean over these queries; ``population``: over
-    the population they were drawn from), ``ppi_tune`` (cross-fitted power tuning), ``pairs``
-    (``all``, ``best``, ``adjacent``; ``None``: all up to 50 runs, best above)."""
-
-    test: str = "t"
-    alpha: float = stats.DEFAULT_ALPHA
-    permutations: int = stats.DEFAULT_PERMUTATIONS
-    seed: int = 0
-    ppi: bool = False
-    ppi_target: str = "queries"
-    ppi_tune: bool = False
-    pairs: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.test not in stats.TESTS:
-            raise ConfigError(f"unknown test {self.test!r}; choose one of "
-                              f"{', '.join(stats.TESTS)}")
-        stats.check_alpha(self.alpha)
-        if (isinstance(self.permutations, bool) or not isinstance(self.permutations, int)
-                or self.permutations < 1):
-            raise ConfigError(f"permutations must be a positive integer, got "
-                              f"{self.permutations!r}")
-        if self.ppi_target not in ppilib.TARGETS:
-            raise ConfigError(f"unknown PPI target {self.ppi_target!r}; choose one of "
-                              f"{', '.join(ppilib.TARGETS)}")
-        if self.pairs is not None and self.pairs not in pairlib.PAIR_MODES:
-            raise ConfigError(f"unknown pairs {self.pairs!r}; choose one of "
-                              f"{', '.join(pairlib.PAIR_MODES)}")
-
-    @property
-    def test_name(self) -> str:
-        """The test in words, for reports."""
-        if self.test == "t":
-            return "paired t-test"
-        return f"paired randomization test ({self.permutations:,} sign flips)"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The options as JSON."""
-        return {"test": self.test, "alpha": self.alpha, "permutations": self.permutations,
-                "seed": self.seed, "ppi": self.ppi, "ppi_target": self.ppi_target,
-                "ppi_tune": self.ppi_tune, "correction": "holm"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -236,7 +192,8 @@ def significance(per_query: pd.DataFrame, systems: Sequence[str], *,
     for s in LABEL_SETS:
         runs[f"shared_{s}"] = (wide[s][shared].mean(axis=0) if shared.any()
                                else np.full(len(systems), math.nan))
-    mode = options.pairs or pairlib.default_pair_mode(len(systems))
+    mode = (options.pairs if options.pairs != "auto"
+            else pairlib.default_pair_mode(len(systems)))
     a, b = pairlib.select_pairs(len(systems), mode, _order(runs))
     pairs = _pairs(wide, valid, systems, a, b, options, progress)
     notes: list[str] = []
