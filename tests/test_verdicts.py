@@ -304,3 +304,12 @@ def test_pair_modes_choose_the_pairs() -> None:
     assert "each run against the best" in best.counts_line()
     many = {f"r{i}": list(base + 0.001 * i) for i in range(51)}
     assert significance(_synthetic(many, many), list(many)).pair_mode == "best"
+
+
+def test_progress_is_reported_for_both_tests(comparison: Comparison) -> None:
+    for test in ("t", "randomization"):
+        calls: list[tuple[int, int]] = []
+        significance(comparison.per_query, comparison.systems,
+                     options=StatsOptions(test=test, permutations=200),
+                     progress=lambda done, total, calls=calls: calls.append((done, total)))
+        assert calls and calls[-1] == (6, 6)
