@@ -270,7 +270,7 @@ def test_the_headline_and_counts_say_what_changed() -> None:
 def test_both_label_sets_test_a_pair_on_the_same_queries() -> None:
     rng = np.random.default_rng(3)
     base = rng.uniform(0.2, 0.6, 12)
-    human = {"a": list(base + 0.2), "b": list(base)}
+    human = {"a": list(base + 0.2 + rng.normal(0, 0.05, 12)), "b": list(base)}
     llm = {"a": list(base + 0.2), "b": list(base)}
     for q in (9, 10, 11):  # the LLM labels find nothing relevant for three queries
         llm["a"][q] = llm["b"][q] = float("nan")
