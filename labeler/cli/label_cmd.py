@@ -81,7 +81,8 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
                    "--batch-file-in": settings.get("batch_file_in")},
                   {"--out": out, "--qrels-out": qrels_out, "the failed pairs' file": failed_out,
                    "--batch-file-out": settings.get("batch_file_out")},
-                  dirs={"--cache-dir": cache_dir})
+                  # an existing cache may be read-only: it is then only read
+                  dirs={"--cache-dir": None if cache_dir and cache_dir.is_dir() else cache_dir})
     paths = {"pairs": pairs_path, "queries": queries_path, "corpus": corpus_path,
              "run": list(run_paths)}
     formats = InputFormats(fmt, paths, flag="--input-format")

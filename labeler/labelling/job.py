@@ -56,6 +56,8 @@ class Job:
         self.tokens_in = [0] * n  # billed in this job, failed attempts included
         self.tokens_out = [0] * n
         self.keys: dict[int, str] = {}
+        self._cache_seen = cache  # kept for its warnings after a fault drops it
+        self._writes = True
         self._looked_up: int | None = None  # the cache's version at the bulk lookup
         self._stored: set[str] = set()  # keys this job stored (a pair may repeat another)
         self.input_tokens = self.output_tokens = 0
@@ -98,6 +100,7 @@ class Job:
             for _ in todo:  # a job stopped early still fills every cached vote
                 pass
             self.bar.close()
+            self.cache_notes()
 
     def _stop(self, exc: EndpointError, exit_code: int) -> None:
         if self.stopped is None:
@@ -162,12 +165,15 @@ class Job:
             return None
 
     def _remember(self, slot: int, verdict: Verdict) -> None:
-        if self.cache is None:
+        if self.cache is None or not self._writes:
             return
         try:
             self.cache.set(self.keys[slot], verdict)
-        except CacheError as exc:
-            self._drop_cache(exc)
+        except CacheError as exc:  # a full disk: its answers are still read
+            self._writes = False
+            self.notes.append(f"warning: cannot write to the cache in {self.cache.directory} "
+                              f"({exc}); going on without storing — this job's new labels "
+                              "are in the output but not cached")
         else:
             self._stored.add(self.keys[slot])
 
@@ -179,6 +185,13 @@ class Job:
                 "without it — this job's labels are in the output but not cached")
         self.cache = None
         self.notes.append(note)  # shown once, in the summary (and run.log's "labels:" line)
+
+    def cache_notes(self) -> None:
+        """Add the cache's own warnings (old or invalid entries skipped, read-only) to
+        :attr:`notes`, each once."""
+        for note in getattr(self._cache_seen, "warnings", ()):
+            if note not in self.notes:
+                self.notes.append(note)
 
     async def _worker(self, slots: Any) -> None:
         for slot in slots:

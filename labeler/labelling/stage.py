@@ -235,6 +235,8 @@ def summarize(records: pd.DataFrame, judge: Any, job: Job | None, cost: float | 
               start: float, calls_before: int) -> LabelSummary:
     """The summary of a finished job (online or batch): counts from the records, tokens and
     the stop reason from the job, wall time since ``start`` (``time.monotonic()``)."""
+    if job is not None:
+        job.cache_notes()
     ok = records[STATUS] == STATUS_OK
     cached = int((ok & records["cached"]).sum())
     return LabelSummary(

@@ -57,7 +57,10 @@ def check_run(cfg: Config) -> list[str]:
         if path.stat().st_size == 0:
             raise InputError(f"{name}: the file is empty", path=path)
     out_dir = Path(cfg.out_dir)
-    check_outputs(inputs, dirs={"out_dir": out_dir, "cache_dir": cfg.cache_dir})
+    cache_dir = cfg.cache_dir  # an existing cache may be read-only: it is then only read
+    check_outputs(inputs, dirs={"out_dir": out_dir,
+                                "cache_dir": None if cache_dir and cache_dir.is_dir()
+                                else cache_dir})
     latest, lock = out_dir / "latest", out_dir / ".lock"
     if latest.is_dir() and not latest.is_symlink():
         raise ConfigError(f"{latest} is a real directory, not the link to the newest run that "
