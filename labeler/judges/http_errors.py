@@ -37,7 +37,7 @@ def pair_specific(exc: openai.APIStatusError) -> bool:
 
 
 def convert_error(exc: BaseException, *, where: str, model: str, timeout: float,
-                  max_wait: float, key: str | None) -> Exception:
+                  max_wait: float, key: str | None, key_env: str | None = None) -> Exception:
     """``exc`` (from the openai client) as a retry, a failed pair or a stopped job."""
     if isinstance(exc, openai.APITimeoutError):
         return NoAnswer(f"timed out after {timeout:g}s")
@@ -57,20 +57,23 @@ def convert_error(exc: BaseException, *, where: str, model: str, timeout: float,
         if pair_specific(exc):
             return JudgeError(f"the endpoint refused this pair (HTTP {status}): "
                               f"{message_of(exc, key)}")
-        return fatal_error(exc, where=where, model=model, key=key)
+        return fatal_error(exc, where=where, model=model, key=key, key_env=key_env)
     if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
         return RetryableError(f"malformed response from the endpoint ({redact(str(exc), key)})")
     return JudgeError(redact(f"{type(exc).__name__}: {exc}", key), retryable=True)
 
 
 def fatal_error(exc: openai.APIStatusError, *, where: str, model: str,
-                key: str | None) -> EndpointError:
-    """The error that stops the job for a 401, 403, 404 or another refused request."""
+                key: str | None, key_env: str | None = None) -> EndpointError:
+    """The error that stops the job for a 401, 403, 404 or another refused request.
+    ``key_env`` names the variable the key came from (blamed for a 401)."""
     status, msg = exc.status_code, message_of(exc, key)
     if status == 401:
+        fix = (f"set {key_env} (the variable the key was read from) to a valid key"
+               if key_env and key_env not in ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY")
+               else "set OPENAI_API_KEY (AZURE_OPENAI_API_KEY for Azure) to a valid key")
         return EndpointError(f"the endpoint {where} rejected the API key (HTTP 401: {msg}); "
-                             "set OPENAI_API_KEY (AZURE_OPENAI_API_KEY for Azure) to a valid "
-                             "key")
+                             + fix)
     if status == 403:
         return EndpointError(f"access denied by {where} (HTTP 403: {msg}); check that the key "
                              f"may use model {model!r}")

@@ -107,6 +107,7 @@ def check_config(cfg: Config) -> CheckReport:
     from labeler.judges import LEXICAL_NAMES
     from labeler.pipeline.nightly import check_ppi, load_inputs
     from labeler.judges.prompts import load_prompt
+    from labeler.redact import redact
 
     pairs, runs = load_inputs(cfg)
     human = (io.read_qrels(cfg.human.qrels, cfg.human.format,
@@ -116,8 +117,8 @@ def check_config(cfg: Config) -> CheckReport:
     if cfg.judge.model not in LEXICAL_NAMES:
         load_prompt(cfg.judge.prompt)
     endpoint = ("the offline baseline" if cfg.judge.model in LEXICAL_NAMES else
-                cfg.judge.base_url or os.environ.get("OPENAI_BASE_URL")
-                or "https://api.openai.com/v1")
+                redact(cfg.judge.base_url or os.environ.get("OPENAI_BASE_URL")
+                       or "https://api.openai.com/v1"))
     return CheckReport(pairs=len(pairs), queries=int(pairs["query_id"].nunique()),
                        runs=0 if runs is None else int(runs["system"].nunique()),
                        human_labels=0 if human is None else len(human),

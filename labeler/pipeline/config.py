@@ -25,6 +25,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
                       model_validator)
 
 from labeler.errors import ConfigError
+from labeler.redact import redact_data
 from labeler.settings import JudgeConfig
 
 if TYPE_CHECKING:
@@ -290,6 +291,7 @@ def load_config(path: str | Path) -> Config:
 def config_hash(cfg: Config) -> str:
     """``sha256:`` + 16 hex digits of the canonical JSON of the config, output directory
     left out (it does not change a label or a score)."""
-    canon = json.dumps(cfg.model_dump(mode="json", exclude={"out_dir"}), sort_keys=True,
+    canon = json.dumps(redact_data(cfg.model_dump(mode="json", exclude={"out_dir"})),
+                       sort_keys=True,
                        separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()[:16]

@@ -35,6 +35,7 @@ import pandas as pd
 from labeler import __version__, io
 from labeler.labelling.batchfile import BatchFileWritten, BatchNotReady
 from labeler.pipeline.config import Config, config_hash
+from labeler.redact import redact_data
 from labeler.pipeline.drift import Drift, compute_drift
 from labeler.errors import ConfigError
 from labeler.schema import STATUS, STATUS_OK
@@ -135,7 +136,8 @@ def check_judge(cfg: Config) -> None:
 
     j = cfg.judge
     local = bool(j.base_url or os.environ.get("OPENAI_BASE_URL"))
-    needs_key = "api_key_env" in j.model_fields_set or not local  # named, or api.openai.com
+    needs_key = ("api_key_env" in j.model_fields_set or not local) \
+        and not j.batch_file_out  # named, or api.openai.com; a batch file calls nothing
     if j.model not in LEXICAL_NAMES and needs_key and j.api_key_env not in os.environ:
         raise ConfigError(f"judge.api_key_env: the variable {j.api_key_env} is not set "
                           f"(needed to call {j.model!r}); export it, or set judge.base_url "
@@ -413,7 +415,7 @@ def _manifest(cfg: Config, config_path: str | Path | None, run_dir: Path, starte
     judge = cfg.judge.model_dump(mode="json")
     judge.update({"prompt_id": prompt_ids[0] if len(prompt_ids) == 1 else prompt_ids,
                   "model_recorded": models[0] if len(models) == 1 else models})
-    return {
+    return redact_data({  # a base URL's user and password never reach the manifest
         "run_id": run_dir.name.removesuffix(".partial"),
         "started_at": started.isoformat(timespec="seconds"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -439,5 +441,5 @@ def _manifest(cfg: Config, config_path: str | Path | None, run_dir: Path, starte
         "exit_code": outcome.exit_code,
         "files": sorted([*(p.relative_to(run_dir).as_posix() for p in outcome.files.values()),
                          "manifest.json", "run.log"]),
-    }
+    })
 
