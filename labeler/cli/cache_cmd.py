@@ -16,8 +16,8 @@ from pathlib import Path
 
 import click
 
-from ..errors import ConfigError
-from . import main
+from labeler.errors import ConfigError
+from labeler.cli import main
 
 
 @main.group("cache")
@@ -41,7 +41,7 @@ def migrate_command(directory: Path, trust: bool) -> None:
                           "code: give --trust if you trust every writer of this directory "
                           "(else delete it, or let labeler ask those pairs again)",
                           path=directory)
-    from ..labelling.cache import migrate
+    from labeler.labelling.cache import migrate
 
     converted, dropped = migrate(directory)
     click.echo(f"{directory}: {converted} converted to JSON, {dropped} dropped (not valid "

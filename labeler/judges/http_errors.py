@@ -2,7 +2,7 @@
 
 Retry (429, 5xx, timeouts, connection errors: :class:`~labeler.judges.base.RetryableError`,
 :class:`NoAnswer` when nothing came back at all), fail this pair only (a content-filter or
-context-length 400; a ``Retry-After`` longer than ``max_wait``), or stop the job (a rejected
+context-length 400, a 413 "request entity too large"; a ``Retry-After`` longer than ``max_wait``), or stop the job (a rejected
 key, an unknown model: :class:`~labeler.errors.EndpointError`). Every message is key-free.
 
 Usage::
@@ -15,6 +15,7 @@ from __future__ import annotations
 import openai
 
 from labeler.errors import EndpointError, JudgeError
+from labeler.fmt import clean_text
 from labeler.redact import redact
 from labeler.judges.base import RetryableError
 from labeler.judges.structured import retry_after_seconds
@@ -31,9 +32,10 @@ class NoAnswer(RetryableError):
 
 
 def pair_specific(exc: openai.APIStatusError) -> bool:
-    """Whether a 400/413/422 refuses this pair's text rather than the request's settings."""
-    return exc.status_code in (400, 413, 422) and any(s in str(exc).lower()
-                                                      for s in PAIR_SPECIFIC)
+    """Whether a 400/413/422 refuses this pair's text rather than the request's settings (a
+    413 always does: it is about this request's size, whatever page a proxy sends)."""
+    return exc.status_code == 413 or (exc.status_code in (400, 422) and any(
+        s in str(exc).lower() for s in PAIR_SPECIFIC))
 
 
 def convert_error(exc: BaseException, *, where: str, model: str, timeout: float,
@@ -95,10 +97,10 @@ def message_of(exc: openai.APIStatusError, key: str | None) -> str:
         elif isinstance(inner, str):
             text = inner
     text = text or str(getattr(exc, "message", "")) or type(exc).__name__
-    return redact(text, key)[:300]
+    return clean_text(redact(text, key))[:300]
 
 
 def cause_of(exc: BaseException, key: str | None) -> str:
     """What lies under a connection error, key-free and short."""
     cause = exc.__cause__ or exc.__context__
-    return redact(f"{type(cause).__name__}: {cause}" if cause else str(exc), key)[:200]
+    return clean_text(redact(f"{type(cause).__name__}: {cause}" if cause else str(exc), key))[:200]

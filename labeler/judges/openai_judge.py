@@ -30,6 +30,7 @@ import openai
 from labeler.labelling.cache import cache_key
 from labeler.errors import ConfigError, EndpointError, JudgeError
 from labeler.judges.prompts import Prompt, load_prompt
+from labeler.fmt import clean_text
 from labeler.redact import redact
 from labeler.judges.base import RetryableError, Verdict
 from labeler.judges.http_errors import NoAnswer, cause_of, convert_error, fatal_error, pair_specific
@@ -207,9 +208,9 @@ class OpenAIJudge:
             eg = checked_expected_grade(done.logprobs) if self.logprobs and done.logprobs else None
         except JudgeError as exc:
             raise billed(exc, *tokens) from None
-        return Verdict(grade=int(judgement.grade), rationale=judgement.rationale,
+        return Verdict(grade=int(judgement.grade), rationale=clean_text(judgement.rationale),
                        input_tokens=tokens[0], output_tokens=tokens[1], expected_grade=eg,
-                       raw=done.text)
+                       raw=done.text, usage_known=done.usage_known)
 
     async def judge(self, query: str, chunk: str, sample: int = 0) -> Verdict:
         if self._stopped is not None:  # the endpoint already refused the job: ask no more
@@ -247,7 +248,8 @@ class OpenAIJudge:
         return Verdict(grade=verdict.grade, rationale=verdict.rationale,
                        input_tokens=verdict.input_tokens + in1,
                        output_tokens=verdict.output_tokens + out1,
-                       expected_grade=verdict.expected_grade, raw=verdict.raw)
+                       expected_grade=verdict.expected_grade, raw=verdict.raw,
+                       usage_known=verdict.usage_known)
 
     async def preflight(self) -> None:
         """One cheap call with a short timeout: unreachable endpoint or bad key → EndpointError.

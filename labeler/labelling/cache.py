@@ -38,6 +38,7 @@ from typing import Any
 import diskcache
 
 from labeler.errors import ConfigError
+from labeler.fmt import clean_text
 from labeler.judges.base import Verdict
 
 ENV_VAR = "LABELER_CACHE_DIR"
@@ -128,7 +129,7 @@ def verdict_of(value: Any) -> Verdict | None:
     if not (ok_in and ok_out):
         return None
     known = tin is not None and tout is not None
-    return Verdict(grade=grade, rationale=rationale, input_tokens=tin or 0,
+    return Verdict(grade=grade, rationale=clean_text(rationale), input_tokens=tin or 0,
                    output_tokens=tout or 0, expected_grade=None if eg is None else float(eg),
                    usage_known=known)
 

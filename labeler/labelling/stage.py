@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception
 
 from labeler import fmt, io
+from labeler.labelling.flags import with_flags
 from labeler.labelling.job import Job, typed_records
 from labeler.labelling.cache import LabelCache
 from labeler.errors import ConfigError
@@ -67,6 +68,11 @@ class LabelSummary(BaseModel):
     """The exit status the early stop calls for: 2 (key or model refused) or 3."""
     notes: list[str] = []
     """Warnings the user should see (e.g. the cache could not be written)."""
+    no_usage: int = 0
+    """Answers judged in this job whose ``usage`` was missing or unreadable: their tokens
+    are unknown (null in the records), so the tokens and cost are a lower bound."""
+    flagged: int = 0
+    """Pairs whose chunk reads like an instruction to the judge (see ``flags``)."""
 
     def render(self) -> str:
         """One line for humans: judged, cached, failed, tokens, cost, wall time (then why the
@@ -77,6 +83,12 @@ class LabelSummary(BaseModel):
                 f"{self.cached} cached, {self.failed} failed; tokens {self.input_tokens} in / "
                 f"{self.output_tokens} out; {self.calls} calls; cost {cost}; "
                 f"{self.wall_s:.1f}s")
+        if self.no_usage:
+            line += (f"\n{self.no_usage} answers had no usable token usage (tokens null in "
+                     "their records): the tokens and cost above are a lower bound")
+        if self.flagged:
+            line += (f"\n{self.flagged} chunks read like instructions to the judge (flag "
+                     "'injection' in their records): check those grades")
         if self.stopped:
             line += f"\nthe job stopped early: {self.stopped}"
         return "\n".join([line, *self.notes])
@@ -224,6 +236,7 @@ async def alabel_pairs(pairs: pd.DataFrame, judge: Judge, *, cache: LabelCache |
         finally:
             await judge.aclose()
         records = job.records()
+    records = with_flags(records, df)
     in_tok = job.input_tokens if job else 0
     out_tok = job.output_tokens if job else 0
     summary = summarize(records, judge, job, cost_usd(judge.model, in_tok, out_tok, prices),
@@ -246,7 +259,9 @@ def summarize(records: pd.DataFrame, judge: Any, job: Job | None, cost: float | 
         output_tokens=job.output_tokens if job else 0, cost_usd=cost,
         wall_s=round(time.monotonic() - start, 3), calls=judge.calls - calls_before,
         stopped=job.stopped.message if job and job.stopped else None,
-        stop_exit=job.stop_exit if job else 0, notes=job.notes if job else [])
+        stop_exit=job.stop_exit if job else 0, notes=job.notes if job else [],
+        no_usage=job.no_usage if job else 0,
+        flagged=int(records["flags"].map(bool).sum()) if "flags" in records else 0)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -25,6 +25,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
                       model_validator)
 
 from labeler.errors import ConfigError
+from labeler.labelling.limits import Price
 from labeler.redact import redact_data
 from labeler.settings import JudgeConfig
 
@@ -139,15 +140,9 @@ class StatisticsConfig(_Section):
                             seed=self.seed, ppi=self.ppi)
 
 
-class PriceConfig(_Section):
-    """USD per 1M tokens for one model (overrides the built-in price table)."""
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    batch_input: float | None = Field(default=None, ge=0,
-                                      description="through the Batch API (else input / 2)")
-    batch_output: float | None = Field(default=None, ge=0,
-                                       description="through the Batch API (else output / 2)")
+class PriceConfig(Price):
+    """USD per 1M tokens for one model (overrides the built-in price table); the same
+    check as ``--prices``."""
 
 
 class Config(_Section):
@@ -280,7 +275,7 @@ def load_config(path: str | Path) -> Config:
     if not p.is_file():
         raise ConfigError("no such config file", path=p)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # a BOM is not TOML
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML ({exc})", path=p) from None
     except UnicodeDecodeError:
