@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 from labeler import io
 from labeler.cli import main
-from labeler.labelling.flags import injection_flags
 import re
 
 from labeler.testing import FakeLLMServer, FaultPlan, messages_text
@@ -149,4 +148,6 @@ def test_chunks_that_instruct_the_judge_are_flagged_and_counted(tmp_path: Path) 
     ("She answered the phone at 3 pm.", False),
 ])
 def test_injection_phrasings(text: str, flagged: bool) -> None:
+    from labeler.labelling.flags import injection_flags
+
     assert injection_flags(pd.Series([text])) == (["injection"] if flagged else [""])
