@@ -98,7 +98,7 @@ def test_migrate_with_trust_converts_an_old_cache_and_a_rerun_is_free(tmp_path: 
         with diskcache.Cache(str(cache)) as raw:  # now plain JSON text, no pickle left
             modes = {m for (m,) in raw._sql("SELECT mode FROM Cache").fetchall()}
         assert modes == {diskcache.core.MODE_RAW}
-        res, out = _label(srv, tmp_path, cache, pairs)
+        _, out = _label(srv, tmp_path, cache, pairs)
         assert srv.calls == 1  # only the invalid one is asked
     labels = io.read_labels(out)
     assert labels["cached"].tolist() == [True, False, True]

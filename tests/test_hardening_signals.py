@@ -51,7 +51,7 @@ def test_label_writes_every_record_and_resumes(tmp_path: Path, sig: int, code: i
         assert rc == code, err
         assert "Traceback" not in err and "CancelledError" not in err
         labels = io.read_labels(out)
-        assert len(labels) == N and labels["chunk_id"].tolist() == make_pairs(N)["chunk_id"].tolist()
+        assert labels["chunk_id"].tolist() == make_pairs(N)["chunk_id"].tolist()
         ok, failed = labels[labels["status"] == "ok"], labels[labels["status"] == "failed"]
         assert len(ok) >= 4 and len(failed) >= 1
         assert failed["error"].str.startswith("interrupted").all()

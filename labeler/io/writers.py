@@ -132,7 +132,8 @@ def _check_trec_ids(df: pd.DataFrame, columns: tuple[str, ...], path: PathLike) 
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise InputError(f"{col} {df[col].iloc[i]!r} holds whitespace or a control character "
-                             "and cannot be written to a TREC file (its fields are separated by blanks); write .jsonl "
+                             "and cannot be written to a TREC file (its fields are separated by "
+                             "blanks); write .jsonl "
                              "or .csv instead", path=path, row=i + 1)
 
 

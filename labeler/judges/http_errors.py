@@ -2,8 +2,9 @@
 
 Retry (429, 5xx, timeouts, connection errors: :class:`~labeler.judges.base.RetryableError`,
 :class:`NoAnswer` when nothing came back at all), fail this pair only (a content-filter or
-context-length 400, a 413 "request entity too large"; a ``Retry-After`` longer than ``max_wait``), or stop the job (a rejected
-key, an unknown model: :class:`~labeler.errors.EndpointError`). Every message is key-free.
+context-length 400, a 413 "request entity too large"; a ``Retry-After`` longer than
+``max_wait``), or stop the job (a rejected key, an unknown model:
+:class:`~labeler.errors.EndpointError`). Every message is key-free.
 
 Usage::
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import time
 from collections.abc import Mapping
@@ -147,7 +148,7 @@ class Price(BaseModel):
                                        description="through the Batch API (else output / 2)")
 
 
-def read_price_table(path: str | Path) -> dict[str, Price]:
+def read_price_table(path: str | os.PathLike[str]) -> dict[str, Price]:
     """Read and check a ``--prices`` JSON file: ``{"model": {"input": x, "output": y}}``
     (or ``[x, y]``), USD per 1M tokens; exit-2 :class:`ConfigError` naming the model."""
     p = Path(path)
