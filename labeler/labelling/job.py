@@ -38,8 +38,10 @@ class Job:
 
     The job stops early — every pair still gets a record — when the endpoint refuses the key
     or the model (exit 2), or when :data:`DEAD_AFTER` requests in a row (at least twice the
-    concurrency) get no answer at all (exit 3). A cache that cannot be written (full disk,
-    read-only) is warned about once and left alone; the job goes on.
+    concurrency) get no answer at all (exit 3), or on SIGINT / SIGTERM in the main thread
+    (exit 130 / 143; the pairs not judged are recorded ``failed``, interrupted). A cache that
+    cannot be read is warned about once and dropped; one that cannot be written (full disk)
+    is warned about once and only read from then on; the job goes on.
     """
 
     def __init__(self, df: pd.DataFrame, judge: Judge, cache: LabelCache | None,
