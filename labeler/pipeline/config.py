@@ -25,6 +25,8 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_mode
                        model_validator)
 
 from labeler.errors import ConfigError
+from labeler.labelling.limits import Price
+from labeler.redact import redact_data
 from labeler.settings import JudgeConfig
 from labeler.statistics.options import StatsOptions, option_specs
 
@@ -141,15 +143,9 @@ else:
                 "drift.", **_statistics_fields())
 
 
-class PriceConfig(_Section):
-    """USD per 1M tokens for one model (overrides the built-in price table)."""
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    batch_input: float | None = Field(default=None, ge=0,
-                                      description="through the Batch API (else input / 2)")
-    batch_output: float | None = Field(default=None, ge=0,
-                                       description="through the Batch API (else output / 2)")
+class PriceConfig(Price):
+    """USD per 1M tokens for one model (overrides the built-in price table); the same
+    check as ``--prices``."""
 
 
 class Config(_Section):
@@ -290,7 +286,7 @@ def load_config(path: str | Path) -> Config:
     if not p.is_file():
         raise ConfigError("no such config file", path=p)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # a BOM is not TOML
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML ({exc})", path=p) from None
     except UnicodeDecodeError:
@@ -301,6 +297,7 @@ def load_config(path: str | Path) -> Config:
 def config_hash(cfg: Config) -> str:
     """``sha256:`` + 16 hex digits of the canonical JSON of the config, output directory
     left out (it does not change a label or a score)."""
-    canon = json.dumps(cfg.model_dump(mode="json", exclude={"out_dir"}), sort_keys=True,
+    canon = json.dumps(redact_data(cfg.model_dump(mode="json", exclude={"out_dir"})),
+                       sort_keys=True,
                        separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()[:16]

@@ -47,7 +47,8 @@ def check_judge(cfg: Config) -> None:
 
     j = cfg.judge
     local = bool(j.base_url or os.environ.get("OPENAI_BASE_URL"))
-    needs_key = "api_key_env" in j.model_fields_set or not local  # named, or api.openai.com
+    needs_key = ("api_key_env" in j.model_fields_set or not local) \
+        and not j.batch_file_out  # named, or api.openai.com; a batch file calls nothing
     if j.model not in LEXICAL_NAMES and needs_key and j.api_key_env not in os.environ:
         raise ConfigError(f"judge.api_key_env: the variable {j.api_key_env} is not set "
                           f"(needed to call {j.model!r}); export it, or set judge.base_url "
