@@ -1,7 +1,9 @@
 """labeler: LLM-as-judge relevance labels, agreement with human labels, trec_eval-exact NDCG.
 
-The whole job from Python, one stage per function (each takes paths, DataFrames, records or
-dicts, and returns a result object that renders as a table in a notebook)::
+The whole job from Python, one stage per function (each takes paths, ``irds:<id>`` or
+ir_datasets datasets, DataFrames in the field's column conventions, records, ir_measures
+tuples, pytrec_eval dicts or ranx objects, and returns a result object that renders as a
+table in a notebook and converts with ``to_ir_measures()``/``to_ranx()``/``to_pyterrier()``)::
 
     import labeler
 
@@ -32,22 +34,24 @@ if TYPE_CHECKING:
     from labeler.reconciliation.comparison import Comparison, compare
     from labeler.io import (read_corpus, read_labels, read_pairs, read_qrels, read_queries,
                             read_run, read_runs)
-    from labeler.labelling.stage import LabelResult, label
+    from labeler.labelling.result import LabelResult
+    from labeler.labelling.stage import label
     from labeler.labelling.pooling import pool
     from labeler.reconciliation.stage import Reconciliation, reconcile
     from labeler.scoring.results import ScoreResult, score
     from labeler.settings import JudgeConfig
-    from labeler.statistics.verdicts import Significance, StatsOptions
+    from labeler.statistics.options import StatsOptions
+    from labeler.statistics.verdicts import Significance
 
 _LAZY: dict[str, str] = {
-    "label": "labelling.stage", "LabelResult": "labelling.stage",
+    "label": "labelling.stage", "LabelResult": "labelling.result",
     "pool": "labelling.pooling",
     "reconcile": "reconciliation.stage", "Reconciliation": "reconciliation.stage",
     "AgreementReport": "reconciliation.agreement",
     "score": "scoring.results", "ScoreResult": "scoring.results",
     "compare": "reconciliation.comparison", "Comparison": "reconciliation.comparison",
     "JudgeConfig": "settings",
-    "StatsOptions": "statistics.verdicts", "Significance": "statistics.verdicts",
+    "StatsOptions": "statistics.options", "Significance": "statistics.verdicts",
     **{name: "io" for name in ("read_pairs", "read_queries", "read_corpus", "read_qrels",
                                "read_run", "read_runs", "read_labels")},
 }

@@ -22,7 +22,7 @@ from labeler import io
 from labeler.scoring import results as scoring
 from labeler.cli import main
 from labeler.reconciliation.comparison import Comparison, compare
-from labeler.errors import InputError
+from labeler.errors import ConfigError
 
 K = 10
 SPEC_KEYS = {"k", "runs", "kendall_tau", "spearman_rho"}
@@ -103,7 +103,7 @@ def test_to_dict_has_the_spec_keys_and_is_strict_json(human: pd.DataFrame,
     assert d["k"] == 10
     assert set(d["runs"]) == set(runs["system"])
     for v in d["runs"].values():
-        assert set(v) == {"human", "llm", "delta", "human_ci", "llm_ci"}
+        assert set(v) == {"human", "llm", "delta", "human_ci", "llm_ci", "shared"}
         assert v["delta"] == pytest.approx(v["llm"] - v["human"])
         assert v["human_ci"][0] < v["human"] < v["human_ci"][1]
     assert len(d["pairs"]) == 6 and sum(d["verdicts"].values()) == 6
@@ -305,7 +305,7 @@ def test_ideal_ranking_change_scores_the_llm_order_with_human_labels() -> None:
 
 
 def test_bad_k_is_an_input_error(human: pd.DataFrame, runs: pd.DataFrame) -> None:
-    with pytest.raises(InputError, match="k must be a positive integer"):
+    with pytest.raises(ConfigError, match="k must be a positive integer"):
         compare(human=human, llm=human, runs=runs, k=0)
 
 

@@ -17,7 +17,8 @@ from labeler.cli.options import InputFormats, echo_result, format_option, read_l
 
 @main.command("judges")
 @click.option("--human", "human_path", required=True, metavar="QRELS",
-              help="Human labels: TREC qrels, CSV, JSONL or Parquet.")
+              help="Human labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
+                   "ir_datasets dataset's qrels).")
 @click.option("--llm", "llm_specs", required=True, multiple=True, metavar="[NAME=]LABELS",
               help="A judge's labels (records or qrels); repeat for every judge. NAME= names "
                    "it (default: the file name).")
@@ -64,7 +65,7 @@ def judges_cmd(human_path: str, llm_specs: tuple[str, ...], run_paths: tuple[str
         sets = read_label_sets(llm_specs, grade_map_llm, formats["llm"])
         runs = io.read_runs(list(run_paths), formats["run"]) if run_paths else None
     board = leaderboard(human=human, llm=sets, runs=runs, k=k, bootstrap=bootstrap, seed=seed,
-                        top=top)
+                        top=top, progress=None)
     echo_result(board, as_json)
     if report_dir:
         paths = write_judges_report(board, report_dir)

@@ -25,20 +25,28 @@ if TYPE_CHECKING:
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 _OUT_FORMATS = ("jsonl", "csv", "parquet")
+INTERRUPTED_EXITS = (130, 143)  # SIGINT, SIGTERM
 
 
 @main.command("label")
 @click.option("--pairs", "pairs_path", type=_FILE,
-              help="Pairs to judge: query_id, query, chunk_id, chunk (CSV/JSONL/Parquet).")
+              help="Pairs to judge: query_id, query, chunk_id, chunk (CSV/JSONL/Parquet), or "
+                   "irds:<id> (an ir_datasets dataset's judged pairs).")
 @click.option("--queries", "queries_path", type=_FILE,
-              help="Queries (query_id, query; or TSV id<TAB>text) — with --corpus and --run.")
+              help="Queries (query_id, query; TSV id<TAB>text; or irds:<id>, with its "
+                   "description/narrative) — with --corpus and --run.")
 @click.option("--corpus", "corpus_path", type=_FILE,
-              help="Corpus (chunk_id, chunk; or TSV id<TAB>text) — with --queries and --run.")
+              help="Corpus (chunk_id, chunk; TSV id<TAB>text; or irds:<id>: only the pooled "
+                   "documents are fetched) — with --queries and --run.")
 @click.option("--run", "run_paths", multiple=True, metavar="[NAME=]PATH",
-              help="A run to pool from (TREC run or table); repeat for several runs. "
+              help="A run to pool from (TREC run, table, or irds:<id>: its scored documents); "
+                   "repeat for several runs. "
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")
+@click.option("--skip-missing", is_flag=True,
+              help="With --run: leave out pooled chunks (and queries) that have no text in "
+                   "--corpus (--queries), and say how many, instead of stopping at the first.")
 @format_option("pairs", "queries", "corpus", "run", flag="--input-format")
 @judge_options()
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -55,14 +63,15 @@ _OUT_FORMATS = ("jsonl", "csv", "parquet")
                    'optional "batch_input"/"batch_output" (else half, with --batch).')
 def label_command(pairs_path: Path | None, queries_path: Path | None,
                   corpus_path: Path | None, run_paths: tuple[str, ...], depth: int,
-                  fmt: tuple[str, ...], cache_dir: Path | None, no_cache: bool, out: Path | None,
-                  out_format: str | None,
+                  skip_missing: bool, fmt: tuple[str, ...], cache_dir: Path | None,
+                  no_cache: bool, out: Path | None, out_format: str | None,
                   qrels_out: Path | None, prices: Path | None, **options: Any) -> None:
     """Judge (query, chunk) pairs 0-3 with an LLM; one label record per pair.
 
     Exit status: 0 every pair judged, 3 some pairs failed (the output still holds every
     pair), 5 batches submitted but not finished (--batch-wait; nothing written: run the same
-    command again to collect them), 2 bad input, configuration, key or endpoint.
+    command again to collect them), 2 bad input, configuration, key or endpoint, 130/143
+    stopped by SIGINT/SIGTERM (every pair's record written; run it again to resume).
     """
     from labeler import io
     from labeler.labelling.batchfile import BatchFileWritten, BatchNotReady, load_batch_prices
@@ -81,12 +90,14 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
                    "--batch-file-in": settings.get("batch_file_in")},
                   {"--out": out, "--qrels-out": qrels_out, "the failed pairs' file": failed_out,
                    "--batch-file-out": settings.get("batch_file_out")},
-                  dirs={"--cache-dir": cache_dir})
+                  # an existing cache may be read-only: it is then only read
+                  dirs={"--cache-dir": None if cache_dir and cache_dir.is_dir() else cache_dir})
     paths = {"pairs": pairs_path, "queries": queries_path, "corpus": corpus_path,
              "run": list(run_paths)}
     formats = InputFormats(fmt, paths, flag="--input-format")
     with formats:   # also for the few-shot examples: a hint to force theirs is left out
-        pairs = _read_input(pairs_path, queries_path, corpus_path, run_paths, depth, formats)
+        pairs = _read_input(pairs_path, queries_path, corpus_path, run_paths, depth, formats,
+                            skip_missing)
         try:
             result = label(pairs, cache_dir=cache_dir, no_cache=no_cache,
                            prices=load_prices(prices) if prices else None,
@@ -109,7 +120,13 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
         where = f"in {failed_out}"
     for line in result.summary.render().splitlines():
         click.echo(f"labeler: {line}", err=True)
-    if result.exit_code:
+    if result.exit_code in INTERRUPTED_EXITS:
+        judged = result.summary.n_pairs - result.summary.failed
+        click.echo(f"labeler: interrupted: {judged} of {result.summary.n_pairs} pairs judged, "
+                   f"every record written to {out} (the rest 'failed', reason interrupted); "
+                   "run the same command again to resume — judged pairs come from the cache",
+                   err=True)
+    elif result.exit_code:
         click.echo(f"labeler: {result.summary.failed} pairs failed (status 'failed', reason "
                    f"{where}); re-run the same command to retry only those", err=True)
     click.get_current_context().exit(result.exit_code)
@@ -135,10 +152,10 @@ def _out_format(out: Path) -> str:
 
 
 def _read_input(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path | None,
-                run_paths: tuple[str, ...], depth: int, formats: InputFormats
-                ) -> pd.DataFrame:
+                run_paths: tuple[str, ...], depth: int, formats: InputFormats,
+                skip_missing: bool = False) -> pd.DataFrame:
     from labeler import io
-    from labeler.labelling.pooling import pool_files
+    from labeler.labelling.pooling import pool_files, skipped_text
 
     pooled = queries_path or corpus_path or run_paths
     if pairs_path is not None:
@@ -148,6 +165,9 @@ def _read_input(pairs_path: Path | None, queries_path: Path | None, corpus_path:
     if not (queries_path and corpus_path and run_paths):
         raise ConfigError("give --pairs FILE, or --queries FILE --corpus FILE --run FILE "
                           "[--run FILE ...] --depth K to pool the pairs from runs")
-    return pool_files(queries_path, corpus_path, list(run_paths), depth=depth,
-                      fmt=formats["run"], queries_fmt=formats["queries"],
-                      corpus_fmt=formats["corpus"])
+    pairs = pool_files(queries_path, corpus_path, list(run_paths), depth=depth,
+                       fmt=formats["run"], queries_fmt=formats["queries"],
+                       corpus_fmt=formats["corpus"], skip_missing=skip_missing)
+    if (skipped := skipped_text(pairs)) is not None:
+        click.echo(skipped, err=True)
+    return pairs

@@ -26,7 +26,8 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
 @click.option("--llm", "llm_path", type=_FILE, required=True,
               help="LLM label records (JSONL/CSV/Parquet) or any qrels form.")
 @click.option("--human", "human_path", type=_FILE, required=True,
-              help="Human qrels (TREC qrels or a table with query_id, chunk_id, grade).")
+              help="Human qrels (TREC qrels, a table with query_id, chunk_id, grade, or "
+                   "irds:<id>).")
 @click.option("--out", type=_FILE, required=True,
               help="Merged label records (human where present, else LLM; `source` column).")
 @click.option("--report", type=_FILE, help="Write the agreement report as JSON.")
@@ -48,9 +49,11 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
 @click.option("--pairs", "pairs_path", type=_FILE, help="Pairs file: query and chunk texts "
               "for the audit.")
 @click.option("--queries", "queries_path", type=_FILE,
-              help="Query texts for the audit (instead of --pairs), with --corpus.")
+              help="Query texts for the audit (instead of --pairs; a file or irds:<id>), with "
+                   "--corpus.")
 @click.option("--corpus", "corpus_path", type=_FILE,
-              help="Chunk texts for the audit (instead of --pairs), with --queries.")
+              help="Chunk texts for the audit (instead of --pairs; a file, or irds:<id>: only "
+                   "the audited documents are fetched), with --queries.")
 @click.option("--grade-map-llm", help="Map raw LLM grades, e.g. '4=3,5=3'.")
 @click.option("--grade-map-human", help="Map raw human grades, e.g. '-1=0'.")
 @format_option("llm", "human", "pairs", "queries", "corpus")
@@ -70,7 +73,6 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
                       fmt: tuple[str, ...], seed: int, bootstrap: int, bootstrap_unit: str,
                       as_json: bool) -> None:
     """How far LLM labels agree with human labels, and the merged label set."""
-    from labeler import io
     from labeler.reconciliation.agreement import read_human, read_llm
     from labeler.reconciliation.calibrate import Calibration
     from labeler.io.guard import check_outputs
@@ -103,23 +105,18 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
         from labeler.reconciliation.agreement import joined
 
         joined(llm=llm, human=human)  # raises the error that says why nothing overlaps
-    data: dict[str, Any] = {**rec.to_dict(), "llm": str(llm_path), "human": str(human_path)}
+    extra: dict[str, Any] = {"llm": str(llm_path), "human": str(human_path)}
+    data: dict[str, Any] = rec.to_dict()
     if calibration_in and "calibration" in data:
-        data["calibration"] = {"loaded_from": str(calibration_in), **data["calibration"]}
-    data["merged"] = {"path": str(out), **data["merged"]}
+        extra["calibration"] = {"loaded_from": str(calibration_in), **data["calibration"]}
+    extra["merged"] = {"path": str(out), **data["merged"]}
     if audit and rec.audit is not None:
-        data["audit"] = {"path": str(audit), "min_gap": min_gap, "n": len(rec.audit)}
+        extra["audit"] = {"path": str(audit), "min_gap": min_gap, "n": len(rec.audit)}
+    data.update(extra)
 
     # Write everything only once every step has succeeded.
-    io.write_labels(rec.merged, out)
-    if qrels_out:
-        io.write_qrels(rec.merged, qrels_out)
-    if audit and rec.audit is not None:
-        io.write_table(rec.audit, audit)
-    if rec.calibration is not None and calibration_out:
-        rec.calibration.save(calibration_out)
-    if report:
-        io.write_json(data, report)
+    rec.write(merged=out, qrels=qrels_out, audit=audit, calibration=calibration_out,
+              report=report, report_extra=extra)
 
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False))
@@ -184,12 +181,13 @@ def _counts_text(merged: dict[str, Any]) -> str:
 @click.option("--out", type=_FILE, required=True, help="The sheet to annotate (CSV/JSONL/"
               "Parquet): query_id, query, chunk_id, chunk and an empty grade column.")
 @click.option("--human", "human_path", type=_FILE,
-              help="Human qrels: pairs already labelled are skipped.")
+              help="Human qrels (a file or irds:<id>): pairs already labelled are skipped.")
 @click.option("--pairs", "pairs_path", type=_FILE, help="Pairs file for the query/chunk texts.")
 @click.option("--queries", "queries_path", type=_FILE,
-              help="Query texts (instead of --pairs), with --corpus.")
+              help="Query texts (instead of --pairs; a file or irds:<id>), with --corpus.")
 @click.option("--corpus", "corpus_path", type=_FILE,
-              help="Chunk texts (instead of --pairs), with --queries.")
+              help="Chunk texts (instead of --pairs; a file, or irds:<id>: only the sampled "
+                   "documents are fetched), with --queries.")
 @format_option("labels", "human", "pairs", "queries", "corpus")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--by", default="grade,query_id", show_default=True,

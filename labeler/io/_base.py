@@ -12,28 +12,29 @@ from __future__ import annotations
 
 import csv
 import json
-import lzma
 import os
 import re
 import warnings
-import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from io import TextIOWrapper
 from pathlib import Path
-from typing import Any, BinaryIO, TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
+from labeler.fmt import clean_data
 from labeler.errors import InputError
+from labeler.io.lines import (_DECOMPRESS_ERRORS, _INT_RE, COMPRESSED, UTF8_ADVICE, _corrupt,
+                              _first_bad_line, _open_binary, _text_lines, _trec_kind, _first_line,
+                              sniff_trec)
 from labeler.schema import GRADES
 
 PathLike: TypeAlias = str | os.PathLike[str]
 GradeMap: TypeAlias = Mapping[str, int] | None
 
 TABLE_FORMATS = ("csv", "jsonl", "parquet", "tsv")
-COMPRESSED = (".gz", ".bz2", ".xz")
 _EXT_FORMATS = {
     ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
     ".parquet": "parquet", ".pq": "parquet", ".tsv": "tsv",
@@ -44,14 +45,10 @@ _WEAK_EXTS = (".txt",)
 FORMAT_HINT = ", or give the format (`fmt`)"
 """The end of a message about a format that could not be told; the CLI names its own flag
 (or drops the hint where the command has none)."""
-_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
 
 Locator = Callable[[int], dict[str, int]]
 """Maps a 0-based DataFrame position to ``{"line": n}`` or ``{"row": n}`` for error messages."""
 
-UTF8_ADVICE = ("the file is not UTF-8 text; save it as UTF-8 (in a spreadsheet: Save As → "
-               "\"CSV UTF-8\")")
-_DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError)
 _NEUTRALISED = re.compile(r"^'(?=[=+\-@]|'[=+\-@])")
 """A cell a writer prefixed with ``'`` so that spreadsheets do not run it (see writers)."""
 
@@ -90,7 +87,6 @@ def detect_format(path: PathLike, fmt: str | None = None, *, content: bool = Tru
 def sniff_format(p: Path) -> str | None:
     """The format of a file whose extension does not say, from its first lines: TREC
     (``qid iter docid rel`` or ``qid Q0 docid rank score tag``), JSON lines, Parquet, CSV."""
-    from labeler.io.trec import sniff_trec
 
     if not p.is_file():
         return None
@@ -135,6 +131,8 @@ def _read_jsonl(p: Path) -> tuple[pd.DataFrame, Locator]:
             raise InputError(f"not valid JSON ({exc.msg})", path=p, line=n) from None
         if not isinstance(obj, dict):
             raise InputError("each line must be a JSON object", path=p, line=n)
+        if "\\u" in raw and _LONE_ESCAPE.search(raw):
+            obj = clean_data(obj)  # lone surrogates cannot be UTF-8: U+FFFD instead
         records.append(obj)
         lines.append(n)
     if not records:
@@ -148,6 +146,10 @@ def _read_jsonl(p: Path) -> tuple[pd.DataFrame, Locator]:
     return df, lambda i: {"line": lines[i]}
 
 
+_LONE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A JSON escape of a surrogate (paired ones are checked too; cheap and rare)."""
+
+
 def _exact(value: Any) -> Any:
     """A JSON number as text without a float's rounding (floats that are whole lose '.0')."""
     if value is None or isinstance(value, bool):
@@ -155,53 +157,6 @@ def _exact(value: Any) -> Any:
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else repr(value)
     return str(value)
-
-
-def _open_binary(p: Path) -> BinaryIO:
-    """``p`` opened for reading bytes, decompressed when it ends in .gz, .bz2 or .xz."""
-    suffix = p.suffix.lower()
-    if suffix == ".gz":
-        import gzip
-        return gzip.open(p, "rb")  # type: ignore[return-value]
-    if suffix == ".bz2":
-        import bz2
-        return bz2.open(p, "rb")  # type: ignore[return-value]
-    if suffix == ".xz":
-        import lzma
-        return lzma.open(p, "rb")  # type: ignore[return-value]
-    return open(p, "rb")
-
-
-def _text_lines(p: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each line of a UTF-8 file (a leading BOM dropped; .gz, .bz2,
-    .xz read); a file in another encoding is an InputError naming the first bad line."""
-    try:
-        with TextIOWrapper(_open_binary(p), encoding="utf-8-sig") as fh:
-            yield from enumerate(fh, start=1)
-    except UnicodeDecodeError:
-        raise InputError(UTF8_ADVICE, path=p, line=_first_bad_line(p)) from None
-    except (*_DECOMPRESS_ERRORS, OSError) as exc:
-        raise _corrupt(p, exc) from None
-
-
-def _first_bad_line(p: Path) -> int | None:
-    with _open_binary(p) as fh:
-        return next((n for n, raw in enumerate(fh, start=1) if not _is_utf8(raw)), None)
-
-
-def _corrupt(p: Path, exc: BaseException) -> InputError:
-    if p.suffix.lower() in COMPRESSED:
-        return InputError(f"the compressed file is corrupt or cut short ({_first_line(exc)}); "
-                          "compress it again, or give the uncompressed file", path=p)
-    return InputError(f"cannot read the file ({_first_line(exc)})", path=p)
-
-
-def _is_utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
@@ -240,7 +195,6 @@ def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
 
 
 def _check_delimiter(p: Path, header: str) -> None:
-    from labeler.io.trec import _trec_kind
 
     kind = _trec_kind(header.split())
     if kind:
@@ -382,11 +336,6 @@ def _csv_lines(p: Path, n_rows: int, lines: array | None) -> Locator:
     return loc
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
 def _require_columns(df: pd.DataFrame, cols: tuple[str, ...], path: PathLike,
                      what: str) -> None:
     missing = [c for c in cols if c not in df.columns]
@@ -411,7 +360,19 @@ def _as_id(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Seri
     if empty.any():
         i = int(np.flatnonzero(empty.to_numpy())[0])
         raise InputError(f"'{col}' is empty", path=path, **loc(i))
-    return out.astype(str).str.strip()
+    out = out.astype(str).str.strip()
+    odd = out.str.contains(ODD_ID_CHARS, regex=True)
+    if odd.any():
+        i = int(np.flatnonzero(odd.to_numpy())[0])
+        raise InputError(f"'{col}' {out.iloc[i]!r} holds a control character (tools that "
+                         "read TREC files cut or split an id there): fix the id",
+                         path=path, **loc(i))
+    return out
+
+
+ODD_ID_CHARS = "[\x00-\x08\x0e-\x1f\x7f]"
+"""Characters no id may hold: controls other than whitespace (a NUL cuts an id in C tools;
+whitespace is refused where it matters, when a TREC file is written)."""
 
 
 def _as_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:

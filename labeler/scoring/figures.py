@@ -83,11 +83,15 @@ def _strings(parts: list[pa.Array | pa.ChunkedArray]) -> pa.ChunkedArray:
 
 
 def build_figures(out: KernelOut, ks: list[int], measures: list[Measure], include_empty: bool,
-                  complete: bool, gain: str = "linear", ideal: str = "qrels") -> Figures:
+                  complete: bool, gain: str = "linear", ideal: str = "qrels",
+                  ndcg_values: bool = True) -> Figures:
     """The :class:`Figures` of a kernel's output (``complete``: queries of the qrels a run
-    lacks count 0, trec_eval ``-c``)."""
+    lacks count 0, trec_eval ``-c``; ``ndcg_values``: the NDCG@k of ``ks`` among the values,
+    not only in the NDCG@k arrays)."""
     extra = missing_queries(out) if complete else None
     blocks = value_blocks(out, ks, measures, extra, gain, ideal)
+    if not ndcg_values:
+        blocks = blocks[len(ks):]
     pq = _ndcg_per_query(out, ks, include_empty, extra, gain, ideal)
     v = _values(out, blocks, extra)
     return Figures(systems=list(out.system_names), **pq,

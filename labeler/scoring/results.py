@@ -109,6 +109,9 @@ class ScoreResult:
     include_empty: bool = False
     measures: list[Measure] = field(default_factory=list)
     complete: bool = False
+    show_k: bool = True
+    """False when only ``measures`` were asked for (no ``k``): NDCG@10 stays in
+    :attr:`summary`/:attr:`per_query` but is not printed, nor in ``to_dict``/``values``."""
 
     @property
     def systems(self) -> list[str]:
@@ -200,21 +203,21 @@ class ScoreResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: ``{"k": [...], "runs": {tag: {"ndcg@k": {...},
-        "<measure>": {...}}}}``; each measure has ``ci``, the 95% t-interval of its mean (null
-        below two queries)."""
+        "<measure>": {...}}}}``; each measure has ``ci``, the 95% t-interval of its mean, clipped
+        to [0, 1] where every measure lies (null below two queries)."""
         from labeler.scoring.tdist import mean_ci
 
         f = self.figures
         runs: dict[str, Any] = {s: {} for s in self.systems}
         kept_pq = ~np.isnan(f.pq_ndcg)
-        for row in f.summary_rows:
+        for row in (f.summary_rows if self.show_k else []):
             si, k = self.systems.index(row[0]), int(row[1])
             kept = np.flatnonzero(kept_pq & (f.pq_system == si) & (f.pq_k == k))
             values = f.pq_ndcg[kept]
             runs[str(row[0])][f"ndcg@{k}"] = {
                 "mean": _num(row[2]), "median": _num(row[3]), "n_queries": int(row[4]),
                 "per_query": _per_query(f.pq_query, kept, values),
-                "ci": _interval(mean_ci(values)), "n_empty": int(row[5]),
+                "ci": _interval(mean_ci(values, bounds=(0.0, 1.0))), "n_empty": int(row[5]),
                 "n_not_in_qrels": int(row[7]), "judged_share": _num(row[6])}
         if self.measures:
             counted = f.counted(self.include_empty, self.complete)
@@ -231,11 +234,30 @@ class ScoreResult:
                 runs[str(row[0])][str(row[1])] = {
                     "mean": _num(row[2]), "median": _num(row[3]), "n_queries": int(row[4]),
                     "per_query": _per_query(f.v_query, mine, values),
-                    "ci": _interval(mean_ci(values)), "n_empty": int(row[5])}
-        out: dict[str, Any] = {"k": list(self.ks), "runs": runs}
+                    "ci": _interval(mean_ci(values, bounds=(0.0, 1.0))), "n_empty": int(row[5])}
+        out: dict[str, Any] = {"k": list(self.ks) if self.show_k else [], "runs": runs}
         if self.measures:
             out["measures"] = [m.key for m in self.measures]
         return out
+
+    def to_pyterrier(self, perquery: bool = False) -> pd.DataFrame:
+        """The figures as ``pt.Experiment`` gives them: one row per run (``name``, then one
+        column per measure, its mean), or with ``perquery`` long rows ``name, qid, measure,
+        value``.
+
+        Usage: ``labeler.score(qrels, runs, measures=["AP"]).to_pyterrier()``
+        """
+        with allow_pandas():
+            import pandas as pd
+
+        runs = self.to_dict()["runs"]
+        if perquery:
+            rows = [(name, q, key, v) for name, entry in runs.items()
+                    for key, block in entry.items() for q, v in block["per_query"].items()]
+            return pd.DataFrame(rows, columns=["name", "qid", "measure", "value"])
+        return pd.DataFrame([{"name": name, **{key: block["mean"] for key, block in
+                                               entry.items()}}
+                             for name, entry in runs.items()])
 
     def to_trec(self, per_query: bool = False) -> str:
         """trec_eval's text output for each run (``runid``, ``num_q``, then each measure's
@@ -248,7 +270,7 @@ class ScoreResult:
         """(value key, name trec_eval prints) of each figure, in output order, each once."""
         trec_ndcg = self.gain == "linear" and self.ideal == "qrels"
         pairs = [(f"ndcg@{k}", f"ndcg_cut_{k}" if trec_ndcg else f"ndcg@{k}")
-                 for k in self.ks]
+                 for k in (self.ks if self.show_k else [])]
         pairs += [(m.key, m.trec_name) for m in self.measures]
         out: list[tuple[str, str]] = []
         for key, name in pairs:
@@ -260,7 +282,8 @@ class ScoreResult:
         """A readable Markdown table: one line per run and k (and per extra measure)."""
         lines = ["| run | k | mean NDCG@k | median | queries | IDCG 0 | judged share |",
                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        for s, k, mean, median, n, n_empty, judged, _ in self.figures.summary_rows:
+        for s, k, mean, median, n, n_empty, judged, _ in (self.figures.summary_rows
+                                                          if self.show_k else []):
             lines.append(f"| {s} | {k} | {format_value(mean)} | {format_value(median)} | "
                          f"{n} | {n_empty} | {format_value(judged)} |")
         if self.measures:
@@ -348,7 +371,8 @@ def evaluate(qrels: Any, run: Any, k: int | Sequence[int] | None = None,
     out = run_kernel(qa, check_q, ra, check_r,
                      lambda: qrels_arrays(io.as_qrels(qrels, any_grade=True)),
                      lambda: run_arrays(io.as_run(run)), ks, gain, ideal, _depth(wanted))
-    return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete))
+    return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete),
+                   show_k=k is not None or not wanted)
 
 
 def evaluate_files(qrels: str | os.PathLike[str],
@@ -384,13 +408,14 @@ def evaluate_files(qrels: str | os.PathLike[str],
                                 qrels_fmt=qrels_fmt or fmt, run_fmt=run_fmt or fmt,
                                 grade_map=grade_map, memory_limit=memory_limit,
                                 temp_dir=temp_dir)
-            return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete))
+            return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete),
+                           show_k=k is not None or not wanted)
     with without_pandas():   # plain files need no pandas (an odd one lifts this)
         out = kernel_of_files(qrels, list(runs), ks, gain, ideal, _depth(wanted),
                               qrels_fmt=qrels_fmt or fmt, run_fmt=run_fmt or fmt,
                               grade_map=grade_map)
         return _result(out, ks, gain, ideal, bool(include_empty), wanted,
-                       bool(complete))
+                       bool(complete), show_k=k is not None or not wanted)
 
 
 def _depth(measures: list[Measure]) -> int | None:
@@ -404,15 +429,14 @@ def _depth(measures: list[Measure]) -> int | None:
 
 def _check_options(k: int | Sequence[int] | None, gain: str, ideal: str,
                    measures: bool = False) -> tuple[list[int], str, str]:
-    """Cut-offs, gain and ideal checked; no ``k`` means NDCG@10, or nothing beside the
-    measures asked for (each measure once)."""
+    """Cut-offs, gain and ideal checked; no ``k`` means NDCG@10."""
     _check_gain(gain)
     if ideal not in IDEALS:
         raise ConfigError(f"ideal must be one of {', '.join(IDEALS)}, got {ideal!r}")
     if k is None:
-        k = [] if measures else [10]
+        k = [10]
     raw = [k] if isinstance(k, (int, np.integer)) else list(k)
-    if not raw and not measures:
+    if not raw:
         raise ConfigError("give at least one cutoff k")
     ks: list[int] = []
     for value in raw:
@@ -434,11 +458,13 @@ def _check_k(k: Any) -> int:
 
 
 def _result(out: KernelOut, ks: list[int], gain: str, ideal: str, include_empty: bool,
-            measures: list[Measure] | None = None, complete: bool = False) -> ScoreResult:
+            measures: list[Measure] | None = None, complete: bool = False,
+            show_k: bool = True) -> ScoreResult:
     measures = measures or []
-    figures = build_figures(out, ks, measures, include_empty, complete, gain, ideal)
+    figures = build_figures(out, ks, measures, include_empty, complete, gain, ideal,
+                            ndcg_values=show_k)
     return ScoreResult(figures, list(ks), gain=gain, ideal=ideal, include_empty=include_empty,
-                       measures=measures, complete=complete)
+                       measures=measures, complete=complete, show_k=show_k)
 
 
 def score(qrels: Any, runs: Any, *, k: int | Sequence[int] | None = None, gain: Gain = "linear",

@@ -93,11 +93,12 @@ def t_quantile(p: float, df: int) -> float:
     return t
 
 
-def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95
-            ) -> tuple[float, float] | None:
+def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95,
+            bounds: tuple[float, float] | None = None) -> tuple[float, float] | None:
     """The Student-t interval of the mean of ``values`` at ``level``, as
-    ``scipy.stats.t.interval(level, n - 1, loc=mean, scale=sem)``; None below two values or
-    when they do not vary.
+    ``scipy.stats.t.interval(level, n - 1, loc=mean, scale=sem)``, clipped to ``bounds``
+    (``(0, 1)`` for measures whose mean cannot leave them); None below two values or when
+    they do not vary.
 
     Usage: ``mean_ci([0.61, 0.55, 0.72, 0.40])`` → ``(0.3577..., 0.7822...)``
     """
@@ -110,4 +111,7 @@ def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95
     if not sem > 0:
         return None
     q = t_quantile((1 + level) / 2, n - 1)
-    return mean - q * sem, mean + q * sem
+    lo, hi = mean - q * sem, mean + q * sem
+    if bounds is not None:
+        lo, hi = min(max(lo, bounds[0]), bounds[1]), max(min(hi, bounds[1]), bounds[0])
+    return lo, hi
