@@ -13,7 +13,7 @@ wall time, and peak RSS from ``ru_maxrss``); each tool parses the files itself, 
 script would:
 
 - ``labeler score --engine memory|duckdb --measure nDCG@10 --measure AP --json`` (the whole
-  command; DuckDB with ``--memory-limit 2GB``);
+  command, JSON on stdout; DuckDB with ``--memory-limit 2GB``, from Parquet);
 - pytrec_eval: ``parse_qrel`` + ``parse_run`` + ``evaluate({ndcg_cut.10, map})``;
 - ir_measures: ``read_trec_qrels`` + ``read_trec_run`` + ``calc_aggregate`` with the same two
   measures (its pytrec_eval provider);
@@ -165,29 +165,32 @@ json.dump({q: [run.scores["ndcg@10"][q], run.scores["map"][q]] for q in run.scor
 """
 
 
-def run_job(cmd: list[str], timeout: float) -> tuple[float, float, int]:
-    """(wall s, peak RSS GB, exit code) of ``cmd``, run under a fresh helper process so
-    that ``ru_maxrss`` of its children is this job's alone."""
+def run_job(cmd: list[str], timeout: float, stdout: Path | None = None
+            ) -> tuple[float, float, int, float]:
+    """(wall s, peak RSS GB, exit code, CPU s) of ``cmd``, run under a fresh helper process
+    so that ``ru_maxrss`` of its children is this job's alone."""
     helper = ("import json, resource, subprocess, sys, time\n"
+              "out = open(sys.argv[3], 'wb') if sys.argv[3] else subprocess.DEVNULL\n"
               "t = time.perf_counter()\n"
-              "p = subprocess.run(json.loads(sys.argv[1]), stdout=subprocess.DEVNULL, "
+              "p = subprocess.run(json.loads(sys.argv[1]), stdout=out, "
               "stderr=subprocess.PIPE, timeout=float(sys.argv[2]))\n"
               "w = time.perf_counter() - t\n"
               "sys.stderr.buffer.write(p.stderr[-3000:] if p.returncode else b'')\n"
-              "print(json.dumps([w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
-              "p.returncode]))\n")
+              "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+              "print(json.dumps([w, r.ru_maxrss, p.returncode, r.ru_utime + r.ru_stime]))\n")
     try:
-        out = subprocess.run([sys.executable, "-c", helper, json.dumps(cmd), str(timeout)],
+        out = subprocess.run([sys.executable, "-c", helper, json.dumps(cmd), str(timeout),
+                              str(stdout or "")],
                              capture_output=True, text=True, timeout=timeout + 60)
     except subprocess.TimeoutExpired:
-        return float("nan"), float("nan"), -9
+        return float("nan"), float("nan"), -9, float("nan")
     if out.returncode:
         sys.stderr.write(out.stderr[-3000:])
-        return float("nan"), float("nan"), out.returncode
+        return float("nan"), float("nan"), out.returncode, float("nan")
     if out.stderr:
         sys.stderr.write(out.stderr)
-    wall, rss_kb, code = json.loads(out.stdout)
-    return wall, rss_kb / 1024**2, code
+    wall, rss_kb, code, cpu = json.loads(out.stdout)
+    return wall, rss_kb / 1024**2, code, cpu
 
 
 def labeler_values(path: Path) -> dict[str, list[float]]:
@@ -224,8 +227,8 @@ def main() -> None:
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="labeler-scale-", dir=args.tmp))
     labeler = [sys.executable, "-m", "labeler", "score"]
-    rows = ["| rows | tool | wall (s) | peak RSS (GB) | vs pytrec_eval | max abs diff |",
-            "| ---: | --- | ---: | ---: | ---: | ---: |"]
+    rows = ["| rows | tool | wall (s) | CPU (s) | peak RSS (GB) | vs pytrec_eval (wall) "
+            "| max abs diff |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
     try:
         for size in args.sizes:
             n = int(size)
@@ -236,20 +239,20 @@ def main() -> None:
             print(f"[{label(n)}] data in {time.perf_counter() - t0:.0f} s "
                   f"({sum(f.stat().st_size for f in folder.iterdir()) / 1e9:.2f} GB)",
                   file=sys.stderr, flush=True)
-            results: dict[str, tuple[float, float, float]] = {}
+            results: dict[str, tuple[float, float, float, float]] = {}
             ours: dict[str, list[float]] | None = None
             jobs: list[tuple[str, list[str], Path]] = []
             meas = [a for m in MEASURES for a in ("--measure", m)]
             if text:
                 jobs.append(("labeler (memory, TREC)", [
                     *labeler, "--qrels", str(folder / "qrels.trec"), "--run",
-                    str(folder / "run.trec"), *meas, "--engine", "memory", "--out",
-                    str(folder / "mem.json")], folder / "mem.json"))
+                    str(folder / "run.trec"), *meas, "--engine", "memory", "--json"],
+                    folder / "mem.json"))
             jobs.append(("labeler (duckdb, Parquet, 2GB)", [
                 *labeler, "--qrels", str(folder / "qrels.parquet"), "--run",
                 str(folder / "run.parquet"), *meas, "--engine", "duckdb",
-                "--memory-limit", "2GB", "--temp-dir", str(root / "spill"), "--out",
-                str(folder / "duck.json")], folder / "duck.json"))
+                "--memory-limit", "2GB", "--temp-dir", str(root / "spill"), "--json"],
+                folder / "duck.json"))
             if text:
                 for tool, script in (("pytrec_eval", PYTREC), ("ir_measures", IR_MEASURES),
                                      ("ranx", RANX)):
@@ -258,7 +261,8 @@ def main() -> None:
                                         str(folder / "qrels.trec"), str(folder / "run.trec"),
                                         str(out)], out))
             for tool, cmd, out in jobs:
-                wall, rss, code = run_job(cmd, args.timeout)
+                wall, rss, code, cpu = run_job(cmd, args.timeout,
+                                               out if tool.startswith("labeler") else None)
                 diff = float("nan")
                 if code == 0 and out.exists():
                     if tool.startswith("labeler"):
@@ -270,24 +274,30 @@ def main() -> None:
                     elif ours is not None:
                         diff = max_diff(ours, {q: v for q, v in json.loads(
                             out.read_text()).items()})
-                results[tool] = (wall, rss, diff)
-                print(f"[{label(n)}] {tool}: {wall:.1f} s, {rss:.2f} GB, diff {diff:.1e}, "
-                      f"exit {code}", file=sys.stderr, flush=True)
+                results[tool] = (wall, rss, diff, cpu) if code == 0 else (float("nan"),) * 4
+                print(f"[{label(n)}] {tool}: {wall:.1f} s ({cpu:.1f} s CPU), {rss:.2f} GB, "
+                      f"diff {diff:.1e}, exit {code}", file=sys.stderr, flush=True)
             if not text and ours is not None:   # pytrec_eval on a sample of the queries
                 sub = root / "sample"
                 sample(folder, args.sample, sub)
                 out = sub / "pytrec.json"
-                wall, rss, code = run_job([sys.executable, "-c", PYTREC, str(
+                wall, rss, code, cpu = run_job([sys.executable, "-c", PYTREC, str(
                     sub / "qrels.trec"), str(sub / "run.trec"), str(out)], args.timeout)
                 if code == 0:
                     ref = json.loads(out.read_text())
                     diff = max_diff(ours, ref)
-                    results[f"pytrec_eval ({len(ref)} sampled queries)"] = (wall, rss, diff)
+                    results[f"pytrec_eval ({len(ref)} sampled queries)"] = (wall, rss, diff,
+                                                                             cpu)
             base = results.get("pytrec_eval", (float("nan"),))[0]
-            for tool, (wall, rss, diff) in results.items():
+            for tool, (wall, rss, diff, cpu) in results.items():
+                if wall != wall:
+                    rows.append(f"| {label(n)} | {tool} | failed | | | | |")
+                    continue
                 ratio = base / wall if tool.startswith("labeler") and base == base else None
-                rows.append(f"| {label(n)} | {tool} | {wall:.1f} | {rss:.2f} | "
-                            f"{'' if ratio is None else f'{ratio:.1f}×'} | {diff:.1e} |")
+                shown = "reference" if tool == "labeler (memory, TREC)" or (
+                    not text and tool.startswith("labeler")) else f"{diff:.1e}"
+                rows.append(f"| {label(n)} | {tool} | {wall:.1f} | {cpu:.1f} | {rss:.2f} | "
+                            f"{'' if ratio is None else f'{ratio:.1f}×'} | {shown} |")
             print("\n".join(rows), file=sys.stderr, flush=True)
             if not args.keep:
                 shutil.rmtree(folder, ignore_errors=True)
