@@ -93,7 +93,7 @@ def realized(values: np.ndarray, idx: np.ndarray, n_total: int) -> np.ndarray:
 
 
 def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
-          assurance: float) -> dict[str, float]:
+          assurance: float, kurtosis: float) -> dict[str, float]:
     """Median n named and the share of studies reaching ±``w`` (every column at once)."""
     rng = np.random.default_rng(seed)
     n_total = len(y)
@@ -105,7 +105,7 @@ def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
         pilot = order[:PILOT]
         for kind, values in kinds.items():
             needs = [planning.queries_needed(values[pilot, j], n_total, w,
-                                             assurance=assurance).n
+                                             assurance=assurance, kurtosis=kurtosis).n
                      for j in range(values.shape[1])]
             n = max(int(x) for x in needs if x is not None)
             n = max(n, 2)
@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         corr = float(np.mean([np.corrcoef(y[:, j], yhat[:, j])[0, 1]
                               for j in range(y.shape[1])]))
         for i, w in enumerate(args.widths):
-            r = study(y, yhat, w, args.studies, args.seed + i, args.assurance)
+            r = study(y, yhat, w, args.studies, args.seed + i, args.assurance,
+                      planning.KURTOSIS_PAIR if args.pairs else planning.KURTOSIS_RUN)
             print(f"| {name} | {corr:.2f} | {w:.2f} | {r['ppi_n']:.0f} | {r['ppi_fresh']:.1%} | "
                   f"{r['ppi_extended']:.1%} | {r['human_only_n']:.0f} | "
                   f"{r['human_only_fresh']:.1%} | {r['human_only_extended']:.1%} |")
