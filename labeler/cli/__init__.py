@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "judges_cmd",
     "blend_cmd",
     "probe_cmd",
+    "plan_cmd",
 )
 
 

@@ -225,3 +225,18 @@ def queries_to_resolve(sample: ArrayLike, n_total: int | None, delta: float, *,
                     "no difference seen, so no number of queries can show one")
     return queries_needed(sample, n_total, abs(delta), level=level, assurance=assurance,
                           kurtosis=kurtosis, strict=True)
+
+
+def pair_advice(human_diff: ArrayLike, llm_diff: ArrayLike | None, n_total: int | None,
+                delta: float) -> Need:
+    """How many labelled queries would likely resolve one pair of runs (what ``labeler plan
+    --pairs`` computes, for a ± of ``|delta|``): from the per-query differences a − b of the
+    labelled queries under human labels, minus those under LLM labels when given (PPI, with
+    ``n_total`` the pair's queries), else alone (the paired t-test; ``n_total`` ``None``).
+    ``Need.half_width_now`` is the ± the labelled queries give today.
+
+    Usage: ``pair_advice(h_a - h_b, l_a - l_b, n_total=43, delta=0.02).n``
+    """
+    h = _values(human_diff)
+    x = h if llm_diff is None else h - _values(llm_diff)
+    return queries_to_resolve(x, n_total, delta)
