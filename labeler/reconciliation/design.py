@@ -1,7 +1,7 @@
 """A random sample of queries that can grow: one seeded permutation, drawn from the front.
 
 ``labeler sample --unit query`` puts the queries left to draw in one random order (from the
-seed) and takes the first n; ``design.json``, written next to the sheet, keeps the seed, that
+seed; its first n are the n queries the command has always drawn) and takes the first n; ``design.json``, written next to the sheet, keeps the seed, that
 order and how far it has been drawn. ``labeler sample --more M`` takes the next M of the same
 order: the queries drawn so far, together, are still a simple random sample, and none is
 drawn twice.
@@ -88,21 +88,25 @@ class QuerySample:
                                        self.design.drawn]
 
 
-def query_permutation(queries: Sequence[str], seed: int) -> list[str]:
-    """The candidate ``queries`` (sorted first) in one random order from ``seed``.
+def query_permutation(queries: Sequence[str], seed: int, first: int) -> list[str]:
+    """The candidate ``queries`` (sorted first) in one random order from ``seed``: the
+    ``first`` that ``Generator.choice(N, first, replace=False)`` picks (the queries
+    ``labeler sample --unit query --n first`` has always drawn), then the others shuffled by
+    the same generator. Every order is equally likely, so any front of it is a simple random
+    sample.
 
-    The order is numpy's partial Fisher-Yates shuffle run to the end and read backwards, so
-    its first n are the n queries ``Generator.choice(N, n, replace=False)`` picks for the
-    same seed (numpy ≥ 1.17, up to 10,000 queries): samples drawn before designs existed
-    are the front of their design.
-
-    Usage: ``query_permutation(["q1", "q2", "q3"], seed=0)``
+    Usage: ``query_permutation(["q1", "q2", "q3"], seed=0, first=2)``
     """
     ordered = sorted(set(queries))
     if not ordered:
         return []
-    idx = np.random.default_rng(seed).choice(len(ordered), size=len(ordered), replace=False)
-    return [ordered[i] for i in idx[::-1]]
+    rng = np.random.default_rng(seed)
+    head = rng.choice(len(ordered), size=min(int(first), len(ordered)), replace=False)
+    taken = np.zeros(len(ordered), dtype=bool)
+    taken[head] = True
+    rest = np.flatnonzero(~taken)
+    order = np.concatenate([head, rest[rng.permutation(len(rest))]])
+    return [ordered[i] for i in order]
 
 
 def _pairs_of(df: pd.DataFrame, picked: set[str], pairs: PairsLike | None) -> pd.DataFrame:
@@ -142,7 +146,7 @@ def draw_queries(labels: LabelsLike, *, n: int, seed: int = 0,
                           f"queries are left to draw from"
                           + (" (the others already have human labels)" if exclude is not None
                              else ""))
-    order = query_permutation(queries, seed)
+    order = query_permutation(queries, seed, n)
     design = QueryDesign(seed=int(seed), permutation=order, drawn=n, excluded=excluded,
                          labels=labels_path, draws=[Draw(n=n)])
     return QuerySample(_pairs_of(df, set(order[:n]), pairs), design)
@@ -173,7 +177,8 @@ def more_queries(labels: LabelsLike, design: QueryDesign, *, m: int,
                         f"({_some(missing)})"]))
         raise InputError(f"the design does not match the label records: {what}. Give the "
                          f"label records the sample was first drawn from", path=source)
-    if query_permutation(design.permutation, design.seed) != design.permutation:
+    first = design.draws[0].n if design.draws else design.drawn
+    if query_permutation(design.permutation, design.seed, first) != design.permutation:
         raise InputError("the design's permutation is not the one its seed gives (edited, or "
                          "made by another version?); draw a new sample instead", path=source)
     if design.drawn > len(design.permutation):
