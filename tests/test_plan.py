@@ -146,3 +146,50 @@ def test_an_informative_llm_saves_human_labels() -> None:
     assert p.to_dict()["needed"] == p.needed
     with pytest.raises(labeler.InputError, match="half-width"):
         labeler.plan(human=sample, llm=human, runs=runs, half_width=0)
+
+
+def test_the_report_says_how_many_queries_would_resolve_an_unresolved_pair(
+        files: dict[str, Path], tmp_path: Path) -> None:
+    from labeler.report.comparison import render_markdown, write_report
+    from labeler.report.text import render_text
+    from labeler.statistics.verdicts import StatsOptions
+
+    runs = io.read_runs(RUNS)
+    c = labeler.compare(human=io.read_qrels(files["human"]), llm=io.read_qrels(files["llm"]),
+                        runs=runs, stats=StatsOptions(ppi=True))
+    assert c.advice, "expected an unresolved pair on 7 of 10 queries"
+    labelled = sorted(io.read_qrels(files["human"])["query_id"].unique())
+    tags = {io.read_run(p)["system"].iloc[0]: p for p in RUNS}
+    pairs = {(p["a"], p["b"]): p for p in c.significance.pairs_to_dicts()}
+    for x in c.advice:
+        a, b = tags[x["a"]], tags[x["b"]]
+        h = {r: ndcg(files["human"], tags[r]) for r in (x["a"], x["b"])}
+        m = {r: ndcg(files["llm"], tags[r]) for r in (x["a"], x["b"])}
+        dh = np.array([h[x["a"]].get(q, 0.0) - h[x["b"]].get(q, 0.0) for q in labelled])
+        dm = np.array([m[x["a"]].get(q, 0.0) - m[x["b"]].get(q, 0.0) for q in labelled])
+        delta = pairs[(x["a"], x["b"])]["ppi"]["delta"]
+        assert (a, b) and x["delta"] == pytest.approx(delta)
+        want = planning.pair_advice(dh, dm, 10, delta)
+        assert x["needed"] == want.n and x["now"] == 7 and x["n_total"] == 10
+        assert x["half_width_now"] == pytest.approx(
+            stats.t.ppf(0.975, 6) * np.std(dh - dm, ddof=1) * math.sqrt(0.3 / 7))
+    md = render_markdown(c)
+    x = c.advice[0]
+    assert "would likely resolve each unresolved pair" in md
+    assert f"| {x['now']} | {x['needed']} of 10 |" in md
+    assert "unresolved pair" in render_text(c)
+    paths = write_report(c, tmp_path / "report")
+    assert 'id="advice"' in paths["html"].read_text()
+    assert json.loads(paths["json"].read_text())["statistics"]["to_resolve"][0]["needed"] \
+        == x["needed"]
+
+
+def test_without_ppi_the_advice_plans_the_human_paired_test() -> None:
+    human = io.read_qrels(DATA / "qrels-pass.qrels")
+    c = labeler.compare(human=human, llm=noisy(human, 0.4, 0.3, 1), runs=io.read_runs(RUNS))
+    unresolved = [p for p in c.significance.pairs_to_dicts()
+                  if p["verdict"] in ("tie", "unresolved")]
+    assert len(c.advice) == len(unresolved) > 0
+    for x in c.advice:
+        assert x["basis"] == "human" and x["n_total"] is None
+        assert x["needed"] is None or x["needed"] > 2

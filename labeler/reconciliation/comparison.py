@@ -98,6 +98,9 @@ class Comparison:
     n_pairs: int
     significance: Significance
     measure: str | None = None
+    advice: tuple[dict[str, Any], ...] = ()
+    """Per unresolved pair: how many labelled queries would likely resolve it
+    (:func:`labeler.reconciliation.plan.resolve_advice`)."""
 
     # ------------------------------------------------------------------ views
 
@@ -160,7 +163,8 @@ class Comparison:
             "verdicts": sig.counts,
             "headline": self.headline,
             "statistics": {**sig.options.to_dict(), "level": 0.95,
-                           "planning": sig.planning_line(), "notes": list(sig.notes)},
+                           "planning": sig.planning_line(), "notes": list(sig.notes),
+                           "to_resolve": [dict(a) for a in self.advice]},
             "gain": self.gain,
             "include_empty": self.include_empty,
             "order": {"human": list(self.order_human), "llm": list(self.order_llm)},
@@ -260,12 +264,13 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
     ideal = _ideal_ranking(human_q, llm_q, set(run["query_id"]), k, gain)
     tau, rho = _correlations(table)
     swaps, n_pairs = _swaps(table)
+    sig = _significance(per_query, systems, run, human_q, llm_q, stats)
     return Comparison(
         k=k, gain=gain, include_empty=include_empty, runs=table, per_query=per_query,
         ideal=ideal, most_changed=_most_changed(per_query, ideal, texts, top),
         kendall_tau=tau, spearman_rho=rho, swaps=swaps, n_pairs=n_pairs,
-        significance=_significance(per_query, systems, run, human_q, llm_q, stats),
-        measure=str(by_human.measures[0]) if wanted else None)
+        significance=sig, measure=str(by_human.measures[0]) if wanted else None,
+        advice=_advice(per_query, sig, run, human_q, llm_q))
 
 
 # ---------------------------------------------------------------------- pieces
@@ -300,6 +305,22 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
                          f"2, and not all, are needed). Draw the sample with `labeler sample "
                          f"--unit query`.")
     return sig
+
+
+def _advice(per_query: pd.DataFrame, sig: Significance, run: pd.DataFrame,
+            human: pd.DataFrame, llm: pd.DataFrame) -> tuple[dict[str, Any], ...]:
+    """How many labelled queries would likely resolve each unresolved pair (with PPI: on
+    each run's queries that the LLM labels cover, as its estimates)."""
+    from labeler.reconciliation.plan import resolve_advice
+
+    population = labelled = None
+    if sig.options.ppi:
+        llm_queries = set(llm["query_id"])
+        population = {str(s): set(q) & llm_queries
+                      for s, q in run.groupby("system", sort=False)["query_id"]}
+        labelled = set(human["query_id"])
+    return resolve_advice(per_query, sig.pairs_to_dicts(), population=population,
+                          labelled=labelled)
 
 
 def _run_table(systems: list[str], human: pd.DataFrame, llm: pd.DataFrame,

@@ -1,10 +1,10 @@
 """A random sample of queries that can grow: one seeded permutation, drawn from the front.
 
 ``labeler sample --unit query`` puts the queries left to draw in one random order (from the
-seed; its first n are the n queries the command has always drawn) and takes the first n; ``design.json``, written next to the sheet, keeps the seed, that
-order and how far it has been drawn. ``labeler sample --more M`` takes the next M of the same
-order: the queries drawn so far, together, are still a simple random sample, and none is
-drawn twice.
+seed; its first n are the n queries the command has always drawn) and takes the first n;
+``design.json``, written next to the sheet, keeps the seed, that order and how far it has
+been drawn. ``labeler sample --more M`` takes the next M of the same order: the queries drawn
+so far, together, are still a simple random sample, and none is drawn twice.
 
 Usage::
 
@@ -170,11 +170,14 @@ def more_queries(labels: LabelsLike, design: QueryDesign, *, m: int,
     known = set(design.permutation) | set(design.excluded)
     if have != known:
         extra, missing = sorted(have - known), sorted(known - have)
-        what = "; ".join(filter(None, [
-            extra and f"the label records have {len(extra)} queries it does not "
-                      f"({_some(extra)})",
-            missing and f"it has {len(missing)} queries the label records do not "
-                        f"({_some(missing)})"]))
+        parts = []
+        if extra:
+            parts.append(f"the label records have {len(extra)} queries it does not "
+                         f"({_some(extra)})")
+        if missing:
+            parts.append(f"it has {len(missing)} queries the label records do not "
+                         f"({_some(missing)})")
+        what = "; ".join(parts)
         raise InputError(f"the design does not match the label records: {what}. Give the "
                          f"label records the sample was first drawn from", path=source)
     first = design.draws[0].n if design.draws else design.drawn

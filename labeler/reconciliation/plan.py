@@ -208,3 +208,69 @@ def plan(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, half_width: float,
                for t in run_targets + pair_targets if t.ppi.n is None or t.human_only.n is None}
     return Plan(now=now, half_width=float(half_width), k=int(k), runs=run_targets,
                 pairs=pair_targets, minutes_per_query=minutes_per_query, reasons=reasons)
+
+
+# ---------------------------------------------------------------------- unresolved pairs
+
+def _unresolved(pair: dict[str, Any]) -> bool:
+    ppi = pair.get("ppi")
+    if isinstance(ppi, dict):
+        if "verdict" in ppi:
+            return bool(ppi["verdict"] == "unresolved")
+        ci = ppi.get("ci")
+        return isinstance(ci, (list, tuple)) and len(ci) == 2 and ci[0] <= 0 <= ci[1]
+    return pair.get("verdict") in ("tie", "unresolved")
+
+
+def resolve_advice(per_query: pd.DataFrame, pairs: list[dict[str, Any]], *,
+                   population: dict[str, set[str]] | None = None,
+                   labelled: set[str] | None = None) -> tuple[dict[str, Any], ...]:
+    """For each unresolved pair of ``pairs`` (``labeler compare --json``'s list): how many
+    labelled queries would likely resolve it and the ± the labelled queries give now
+    (:func:`labeler.statistics.planning.pair_advice`, what ``labeler plan --pairs`` computes
+    for a ± of the observed difference). With ``population`` (each run's queries) and
+    ``labelled`` (the queries with human labels) the pair's PPI interval is planned for,
+    else the human paired test over the queries both runs score under both label sets.
+
+    Usage: ``resolve_advice(c.per_query, c.significance.pairs_to_dicts())``
+    """
+    wide = {s: per_query.pivot_table(index="query_id", columns="system", values=s,
+                                     aggfunc="first", dropna=False)
+            for s in ("human", "llm")}
+
+    def col(s: str, system: str, queries: list[str], fill: bool) -> np.ndarray:
+        c = wide[s][system] if system in wide[s].columns else pd.Series(dtype="float64")
+        v = c.reindex(queries)
+        return (v.fillna(0.0) if fill else v).to_numpy(dtype="float64")
+
+    out = []
+    for p in pairs:
+        if not _unresolved(p):
+            continue
+        a, b = str(p["a"]), str(p["b"])
+        if population is not None and labelled is not None:
+            pop = sorted(set(population.get(a, ())) & set(population.get(b, ())))
+            lab = [q for q in pop if q in labelled]
+            h = col("human", a, lab, True) - col("human", b, lab, True)
+            m = col("llm", a, lab, True) - col("llm", b, lab, True)
+            ppi = p.get("ppi") or {}
+            seen = ppi.get("delta")
+            delta = float(seen) if seen is not None else float(np.mean(h - m)) if lab else 0.0
+            need = planning.pair_advice(h, m, len(pop), delta) if lab else None
+            basis = "ppi"
+        else:
+            qs = sorted(set(wide["human"].index))
+            vals = np.column_stack([col(s, r, qs, False) for s in ("human", "llm")
+                                    for r in (a, b)]) if qs else np.empty((0, 4))
+            ok = ~np.isnan(vals).any(axis=1) if len(vals) else np.zeros(0, bool)
+            h = vals[ok, 0] - vals[ok, 1]
+            delta = float(h.mean()) if len(h) else 0.0
+            need = planning.pair_advice(h, None, None, delta) if len(h) else None
+            basis = "human"
+        if need is None:
+            continue
+        out.append({"a": a, "b": b, "basis": basis, "delta": delta, "now": need.now,
+                    "half_width_now": need.half_width_now, "needed": need.n,
+                    "more": need.more, "n_total": need.n_total, "reason": need.reason})
+    return tuple(out)
+
