@@ -22,10 +22,15 @@ Data: ``--data DIR`` with ``2019qrels-pass.txt``, ``msmarco-test2019-queries.tsv
 ``dl2019_document.jsonl`` and ``runs/ICT-*.run`` (the ``data/dl2019`` folder of the public
 repository TREMA-UNH/appendix-umbrella-other-llm).
 
+``--example DIR`` instead walks through one study with the command line (sample 10 queries,
+plan, sample the number asked for, plan again), the NIST labels standing in for the people
+who label, and prints every command and its output (the worked example of docs/planning.md).
+
 Usage::
 
     python benchmarks/bench_plan.py --data DIR                 # 1,000 studies per W
     python benchmarks/bench_plan.py --studies 200 --widths 0.05 0.08 --pairs
+    python benchmarks/bench_plan.py --example /tmp/plan-example
 """
 
 from __future__ import annotations
@@ -120,6 +125,48 @@ def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
             for k, v in out.items()}
 
 
+def example(data: Path, out: Path, seed: int, width: float = 0.05) -> None:
+    """The worked example: every command run and its output printed."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from labeler.cli import main as cli
+
+    out.mkdir(parents=True, exist_ok=True)
+    nist = io.read_qrels(data / "2019qrels-pass.txt")
+    io.write_qrels(simulated_labels(nist, 0.5, 0.8, seed), out / "llm.qrels")
+    run_args = [a for r in RUNS for a in ("--run", str(data / "runs" / f"{r}.run"))]
+
+    def sh(*args: str) -> str:
+        shown = " ".join(shlex.quote(a) for a in args).replace(str(data), "$DL19")
+        print(f"$ labeler {shown.replace(str(out) + '/', '')}")
+        r = CliRunner().invoke(cli, list(args))
+        print(r.output.rstrip().replace(str(out) + "/", ""), end="\n\n")
+        return str(r.output)
+
+    def annotate() -> None:  # the NIST labels of every query drawn so far
+        drawn = set()
+        for sheet in (out / "sheets").glob("todo*.csv"):
+            drawn |= set(pd.read_csv(sheet, dtype=str)["query_id"])
+        io.write_qrels(nist.loc[nist["query_id"].isin(drawn)], out / "human.qrels")
+        print(f"(people label the sheets: {len(drawn)} queries in human.qrels)\n")
+
+    sh("sample", "--unit", "query", "--labels", str(out / "llm.qrels"), "--n", "10",
+       "--seed", str(seed), "--out", str(out / "sheets" / "todo.csv"))
+    annotate()
+    plan = ["plan", "--human", str(out / "human.qrels"), "--llm", str(out / "llm.qrels"),
+            *run_args, "--half-width", f"{width:g}"]
+    text = sh(*plan, "--minutes-per-query", "15")
+    import re
+
+    more = re.search(r"--more (\d+)", text)
+    if more:
+        sh("sample", "--more", more.group(1), "--from", str(out / "sheets" / "todo.csv"))
+        annotate()
+    sh(*plan)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
@@ -128,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", action="store_true", help="plan for the differences of runs")
     ap.add_argument("--assurance", type=float, default=planning.ASSURANCE)
     ap.add_argument("--seed", type=int, default=2019)
+    ap.add_argument("--example", type=Path, help="walk through one study in DIR instead")
     args = ap.parse_args(argv)
+    if args.example is not None:
+        example(args.data, args.example, args.seed)
+        return 0
 
     t0 = time.perf_counter()
     human = io.read_qrels(args.data / "2019qrels-pass.txt")

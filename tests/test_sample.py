@@ -244,3 +244,20 @@ def test_the_queries_drawn_later_are_uniform_too() -> None:
     for seed in range(600):
         counts[query_permutation(queries, seed, first=3)[3]] += 1
     assert stats.chisquare(list(counts.values())).pvalue > 0.001
+
+
+def test_a_design_that_contradicts_itself_is_refused(tmp_path: Path) -> None:
+    import json
+
+    from labeler.reconciliation.design import read_design
+
+    good = {"seed": 0, "drawn": 2, "queries_drawn": ["b", "a"], "permutation": ["b", "a", "c"]}
+    path = tmp_path / "design.json"
+    for bad, why in (({"drawn": 4, "queries_drawn": []}, "only 3 queries"),
+                     ({"queries_drawn": ["a", "b"]}, "front of the permutation"),
+                     ({"permutation": ["b", "a", "b"]}, "twice")):
+        path.write_text(json.dumps({**good, **bad}), encoding="utf-8")
+        with pytest.raises(InputError, match=why):
+            read_design(path)
+    path.write_text(json.dumps(good), encoding="utf-8")
+    assert read_design(path).queries == ["b", "a"]

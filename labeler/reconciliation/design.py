@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from labeler.errors import ConfigError, InputError
 from labeler.reconciliation.agreement import (KEYS, LabelsLike, PairsLike, QrelsLike, add_texts,
@@ -49,18 +49,31 @@ class QueryDesign(BaseModel):
     ``drawn``: how many from its front have been drawn; ``excluded``: queries that had human
     labels before the first draw (not in the permutation); ``labels``: the label records the
     queries came from (as given, relative to the design's folder when it can be); ``draws``:
-    each draw's size and sheet.
+    each draw's size and sheet; ``queries_drawn``: the front of the permutation drawn so far
+    (written for people to read; checked against ``drawn`` when read).
     """
 
     model_config = ConfigDict(extra="forbid")
     kind: str = "simple random sample of queries"
     version: int = 1
     seed: int = Field(ge=0)
-    permutation: list[str]
     drawn: int = Field(ge=0)
+    queries_drawn: list[str] = []
+    permutation: list[str]
     excluded: list[str] = []
     labels: str | None = None
     draws: list[Draw] = []
+
+    @model_validator(mode="after")
+    def _consistent(self) -> QueryDesign:
+        if self.drawn > len(self.permutation):
+            raise ValueError(f"drawn is {self.drawn} but the permutation has only "
+                             f"{len(self.permutation)} queries")
+        if len(set(self.permutation)) != len(self.permutation):
+            raise ValueError("the permutation names a query twice")
+        if self.queries_drawn and self.queries_drawn != self.permutation[:self.drawn]:
+            raise ValueError("queries_drawn is not the front of the permutation")
+        return self
 
     @property
     def queries(self) -> list[str]:
@@ -147,7 +160,8 @@ def draw_queries(labels: LabelsLike, *, n: int, seed: int = 0,
                           + (" (the others already have human labels)" if exclude is not None
                              else ""))
     order = query_permutation(queries, seed, n)
-    design = QueryDesign(seed=int(seed), permutation=order, drawn=n, excluded=excluded,
+    design = QueryDesign(seed=int(seed), permutation=order, drawn=n, queries_drawn=order[:n],
+                         excluded=excluded,
                          labels=labels_path, draws=[Draw(n=n)])
     return QuerySample(_pairs_of(df, set(order[:n]), pairs), design)
 
@@ -184,9 +198,6 @@ def more_queries(labels: LabelsLike, design: QueryDesign, *, m: int,
     if query_permutation(design.permutation, design.seed, first) != design.permutation:
         raise InputError("the design's permutation is not the one its seed gives (edited, or "
                          "made by another version?); draw a new sample instead", path=source)
-    if design.drawn > len(design.permutation):
-        raise InputError(f"the design says {design.drawn} queries were drawn but has only "
-                         f"{len(design.permutation)}", path=source)
     if human is not None:
         ahead = sorted(set(read_human(human)["query_id"]) & set(design.permutation[
             design.drawn:]))
@@ -202,6 +213,7 @@ def more_queries(labels: LabelsLike, design: QueryDesign, *, m: int,
                           f"design's {len(design.permutation)} are left to draw")
     new = design.permutation[design.drawn:design.drawn + m]
     after = design.model_copy(update={"drawn": design.drawn + m,
+                                      "queries_drawn": design.permutation[:design.drawn + m],
                                       "draws": [*design.draws, Draw(n=m)]})
     return QuerySample(_pairs_of(df, set(new), pairs), after)
 
@@ -240,4 +252,5 @@ def write_design(design: QueryDesign, path: str | os.PathLike[str]) -> Path:
     """Write the design as indented JSON, atomically."""
     from labeler import io
 
-    return io.write_json(design.model_dump(mode="json"), path)
+    full = design.model_copy(update={"queries_drawn": design.queries})
+    return io.write_json(full.model_dump(mode="json"), path)
