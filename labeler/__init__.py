@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from labeler.reconciliation.stage import Reconciliation, reconcile
     from labeler.scoring.results import ScoreResult, score
     from labeler.settings import JudgeConfig
-    from labeler.statistics.verdicts import Significance, StatsOptions
+    from labeler.statistics.options import StatsOptions
+    from labeler.statistics.verdicts import Significance
 
 _LAZY: dict[str, str] = {
     "label": "labelling.stage", "LabelResult": "labelling.result",
@@ -50,7 +51,7 @@ _LAZY: dict[str, str] = {
     "compare": "reconciliation.comparison", "Comparison": "reconciliation.comparison",
     "plan": "reconciliation.plan", "Plan": "reconciliation.plan",
     "JudgeConfig": "settings",
-    "StatsOptions": "statistics.verdicts", "Significance": "statistics.verdicts",
+    "StatsOptions": "statistics.options", "Significance": "statistics.verdicts",
     **{name: "io" for name in ("read_pairs", "read_queries", "read_corpus", "read_qrels",
                                "read_run", "read_runs", "read_labels")},
 }

@@ -251,30 +251,31 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
         with _stage("score", timings):
             scores, comparison = _score(cfg, records, rec.merged if rec else None, human,
                                         runs, pairs, run_dir, files)
-        if comparison is not None:
-            with _stage("report", timings):
-                from labeler.report.comparison import write_report
-
-                from labeler.pipeline.provenance import judge_summary
-
-                judge = {**judge_summary(records, source=files["labels.jsonl"],
-                                         prices=cfg.price_table()),
-                         "source": "labels.jsonl of this run"}
-                paths = write_report(comparison, run_dir / "report", agreement=agreement_dict,
-                                     title=cfg.title or "labeler run", judge=judge)
-                files.update({f"report.{kind}": p for kind, p in paths.items()})
-
     score_dict = scores.to_dict() if scores is not None else None
+    stats = cfg.statistics.options()
     drift = compute_drift(prev_labels, records, prev_scores, score_dict,
                           max_changed_share=cfg.drift.max_changed_share,
                           max_ndcg_delta=cfg.drift.max_ndcg_delta, previous=prev_id,
-                          alpha=cfg.statistics.alpha, test=cfg.statistics.test,
-                          permutations=cfg.statistics.permutations, seed=cfg.statistics.seed,
+                          alpha=stats.alpha, test=stats.test,
+                          permutations=stats.permutations, seed=stats.seed,
                           notes=_drift_notes(prev_manifest, summary))
     files["drift.json"] = io.write_json(drift.to_dict(), run_dir / "drift.json")
     if prev_id is not None:
-        log.info("drift vs %s: %d of %d grades changed; %s", prev_id, drift.n_changed,
-                 drift.n_compared, "; ".join(drift.reasons) or "within thresholds")
+        log.info("drift vs %s: %d of %d grades changed, %d threshold(s) crossed (drift.json)",
+                 prev_id, drift.n_changed, drift.n_compared, len(drift.reasons))
+    if comparison is not None:
+        with _stage("report", timings):
+            from labeler.report.comparison import write_report
+
+            from labeler.pipeline.provenance import judge_summary
+
+            judge = {**judge_summary(records, source=files["labels.jsonl"],
+                                     prices=cfg.price_table()),
+                     "source": "labels.jsonl of this run"}
+            paths = write_report(comparison, run_dir / "report", agreement=agreement_dict,
+                                 title=cfg.title or "labeler run", judge=judge,
+                                 drift=drift.to_dict() if prev_id is not None else None)
+            files.update({f"report.{kind}": p for kind, p in paths.items()})
 
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
     outcome = RunOutcome(run_dir=run_dir, files=files, manifest={}, drift=drift,
@@ -298,16 +299,16 @@ def _reconcile(cfg: Config, records: pd.DataFrame, pairs: pd.DataFrame, human: p
                     bootstrap=cfg.human.bootstrap, unit=cfg.human.bootstrap_unit, pairs=pairs)
     if rec.agreement is None:
         log.warning("no pair is judged by both the LLM and the human sample: no agreement")
-    else:
-        files["agreement.json"] = io.write_json(rec.to_dict(), run_dir / "agreement.json")
-    if rec.audit is not None:
-        files["disagreements.jsonl"] = io.write_table(rec.audit,
-                                                      run_dir / "disagreements.jsonl")
+    written = rec.write(merged=run_dir / "merged.jsonl", qrels=run_dir / "merged.qrels",
+                        audit=run_dir / "disagreements.jsonl",
+                        calibration=run_dir / "calibration.json",
+                        report=run_dir / "agreement.json")
+    names = {"report": "agreement.json", "audit": "disagreements.jsonl",
+             "calibration": "calibration.json", "merged": "merged.jsonl",
+             "qrels": "merged.qrels"}
+    files.update({names[kind]: path for kind, path in written.items()})
     if rec.calibration is not None:
-        files["calibration.json"] = rec.calibration.save(run_dir / "calibration.json")
         log.info("calibration (held out): %s", (rec.calibration_report or {}).get("after"))
-    files["merged.jsonl"] = io.write_labels(rec.merged, run_dir / "merged.jsonl")
-    files["merged.qrels"] = io.write_qrels(rec.merged, run_dir / "merged.qrels")
     return rec
 
 
