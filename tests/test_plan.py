@@ -154,25 +154,29 @@ def test_the_report_says_how_many_queries_would_resolve_an_unresolved_pair(
     from labeler.report.text import render_text
     from labeler.statistics.verdicts import StatsOptions
 
-    runs = io.read_runs(RUNS)
-    c = labeler.compare(human=io.read_qrels(files["human"]), llm=io.read_qrels(files["llm"]),
-                        runs=runs, stats=StatsOptions(ppi=True))
-    assert c.advice, "expected an unresolved pair on 7 of 10 queries"
-    labelled = sorted(io.read_qrels(files["human"])["query_id"].unique())
+    nist = io.read_qrels(DATA / "qrels-pass.qrels")
+    queries = sorted(nist["query_id"].unique())
+    labelled = sorted(queries[i] for i in np.random.default_rng(0).choice(10, 6, replace=False))
+    io.write_qrels(nist.loc[nist["query_id"].isin(labelled)], tmp_path / "six.qrels")
+    c = labeler.compare(human=tmp_path / "six.qrels", llm=files["llm"], runs=RUNS,
+                        stats=StatsOptions(ppi=True))
+    assert c.advice, "expected an unresolved pair on 6 of 10 queries"
     tags = {io.read_run(p)["system"].iloc[0]: p for p in RUNS}
     pairs = {(p["a"], p["b"]): p for p in c.significance.pairs_to_dicts()}
     for x in c.advice:
-        a, b = tags[x["a"]], tags[x["b"]]
-        h = {r: ndcg(files["human"], tags[r]) for r in (x["a"], x["b"])}
+        pair = pairs[(x["a"], x["b"])]
+        assert pair["ppi"]["verdict"] == "unresolved"
+        h = {r: ndcg(tmp_path / "six.qrels", tags[r]) for r in (x["a"], x["b"])}
         m = {r: ndcg(files["llm"], tags[r]) for r in (x["a"], x["b"])}
         dh = np.array([h[x["a"]].get(q, 0.0) - h[x["b"]].get(q, 0.0) for q in labelled])
         dm = np.array([m[x["a"]].get(q, 0.0) - m[x["b"]].get(q, 0.0) for q in labelled])
-        delta = pairs[(x["a"], x["b"])]["ppi"]["delta"]
-        assert (a, b) and x["delta"] == pytest.approx(delta)
-        want = planning.pair_advice(dh, dm, 10, delta)
-        assert x["needed"] == want.n and x["now"] == 7 and x["n_total"] == 10
+        assert x["delta"] == pytest.approx(pair["ppi"]["delta"])
+        want = planning.pair_advice(dh, dm, 10, pair["ppi"]["delta"])
+        assert x["needed"] == want.n and x["now"] == 6 and x["n_total"] == 10
         assert x["half_width_now"] == pytest.approx(
-            stats.t.ppf(0.975, 6) * np.std(dh - dm, ddof=1) * math.sqrt(0.3 / 7))
+            stats.t.ppf(0.975, 5) * np.std(dh - dm, ddof=1) * math.sqrt(0.4 / 6))
+        lo, hi = pair["ppi"]["ci"]  # the compare's own PPI interval of the pair
+        assert x["half_width_now"] == pytest.approx((hi - lo) / 2, rel=1e-9)
     md = render_markdown(c)
     x = c.advice[0]
     assert "would likely resolve each unresolved pair" in md
