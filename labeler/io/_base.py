@@ -26,8 +26,8 @@ from typing import Any, BinaryIO, TypeAlias
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..schema import GRADES
+from labeler.errors import InputError
+from labeler.schema import GRADES
 
 PathLike: TypeAlias = str | os.PathLike[str]
 GradeMap: TypeAlias = Mapping[str, int] | None
@@ -90,7 +90,7 @@ def detect_format(path: PathLike, fmt: str | None = None, *, content: bool = Tru
 def sniff_format(p: Path) -> str | None:
     """The format of a file whose extension does not say, from its first lines: TREC
     (``qid iter docid rel`` or ``qid Q0 docid rank score tag``), JSON lines, Parquet, CSV."""
-    from .trec import sniff_trec
+    from labeler.io.trec import sniff_trec
 
     if not p.is_file():
         return None
@@ -240,7 +240,7 @@ def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
 
 
 def _check_delimiter(p: Path, header: str) -> None:
-    from .trec import _trec_kind
+    from labeler.io.trec import _trec_kind
 
     kind = _trec_kind(header.split())
     if kind:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InputError
-from ._base import _INT_RE, COMPRESSED, Locator, _text_lines
+from labeler.errors import InputError
+from labeler.io._base import _INT_RE, COMPRESSED, Locator, _text_lines
 
 # --------------------------------------------------------------------------- TREC
 
@@ -124,7 +124,7 @@ def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[st
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
-    from .._arrow import plain_fields
+    from labeler._arrow import plain_fields
 
     types = {n: pa.large_string() if n in keep and n not in categorical
              else pa.dictionary(pa.int32(), pa.large_string()) for n in names}
@@ -164,7 +164,7 @@ def _may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
     sure (64-bit keys of the ids); ``True`` means "run the exact check"."""
     import pyarrow as pa
 
-    from .._arrow import arrow_strings, group_codes, may_repeat
+    from labeler._arrow import arrow_strings, group_codes, may_repeat
     try:
         codes = None
         for col in group_cols:

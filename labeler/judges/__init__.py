@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
-from .base import LEXICAL_MODEL, Judge, RetryableError, Verdict
-from .lexical import LexicalJudgeAdapter
+from labeler.errors import ConfigError
+from labeler.judges.base import LEXICAL_MODEL, Judge, RetryableError, Verdict
+from labeler.judges.lexical import LexicalJudgeAdapter
 
 if TYPE_CHECKING:
-    from ..prompts import Topics
-    from ..settings import JudgeConfig
+    from labeler.judges.prompts import Topics
+    from labeler.settings import JudgeConfig
 
 LEXICAL_NAMES = ("lexical", LEXICAL_MODEL)
 
@@ -42,8 +42,8 @@ def make_judge(config: JudgeConfig, *, api_key: str | None = None,
         return LexicalJudgeAdapter()
     import os
 
-    from ..prompts import build_prompt
-    from .openai_judge import OpenAIJudge
+    from labeler.judges.prompts import build_prompt
+    from labeler.judges.openai_judge import OpenAIJudge
 
     key = api_key if api_key is not None else os.environ.get(config.api_key_env)
     options = config.judge_options()

@@ -25,15 +25,15 @@ import time
 from dataclasses import asdict, dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
-from .answers import decide
-from .behaviour import error_body, messages_text, question_text, seeded_rng
-from .state import ServerState
+from labeler.errors import ConfigError
+from labeler.testing.answers import decide
+from labeler.testing.behaviour import error_body, messages_text, question_text, seeded_rng
+from labeler.testing.state import ServerState
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from .server import FakeLLMServer
+    from labeler.testing.server import FakeLLMServer
 
 ENDPOINTS = ("/v1/chat/completions", "/chat/completions")
 _RUNNING = ("validating", "in_progress", "finalizing", "cancelling")

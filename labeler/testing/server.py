@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from ..errors import ConfigError
-from .app import serve_app
-from .behaviour import Behaviour, FaultPlan, default_grade
-from .state import ServerState
+from labeler.errors import ConfigError
+from labeler.testing.app import serve_app
+from labeler.testing.behaviour import Behaviour, FaultPlan, default_grade
+from labeler.testing.state import ServerState
 
 
 class FakeLLMServer:

@@ -16,8 +16,8 @@ import threading
 from dataclasses import fields, replace
 from typing import Any
 
-from ..errors import ConfigError
-from .behaviour import Behaviour, FaultPlan, default_grade
+from labeler.errors import ConfigError
+from labeler.testing.behaviour import Behaviour, FaultPlan, default_grade
 
 
 class ServerState:
@@ -30,7 +30,7 @@ class ServerState:
         self.answered = 0  # 200 answers to chat requests (for revoke_after / die_after)
         self._requests: list[dict[str, Any]] = []
         self._attempts: dict[str, int] = {}
-        from .batch import FakeBatches  # the Batch API (/v1/files, /v1/batches)
+        from labeler.testing.batch import FakeBatches  # the Batch API (/v1/files, /v1/batches)
 
         self.batches = FakeBatches(self)
 
