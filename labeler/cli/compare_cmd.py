@@ -13,7 +13,8 @@ import click
 
 from labeler.schema import GAINS
 from labeler.cli import main
-from labeler.cli.options import InputFormats, echo_result, format_option, read_side
+from labeler.cli.options import (InputFormats, bootstrap_options, echo_result, format_option,
+                                 read_side)
 
 DEFAULT_TITLE = "Human vs LLM labels"
 
@@ -68,12 +69,13 @@ DEFAULT_TITLE = "Human vs LLM labels"
               help="Prediction-powered NDCG: the human labels cover a random sample of whole "
                    "queries (`labeler sample --unit query`), the LLM labels every query; each "
                    "mean and difference is the LLM one corrected by the sample.")
+@bootstrap_options(include=["bootstrap"])
 def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                 ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: str,
                 include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,
                 queries_path: str | None, top: int, as_json: bool, report_dir: str | None,
                 agreement_path: str | None, title: str, test: str, permutations: int,
-                seed: int, alpha: float, ppi: bool) -> None:
+                seed: int, alpha: float, ppi: bool, bootstrap: int) -> None:
     """How much NDCG and the order of the runs change between human and LLM labels, and
     which differences between runs are real under each."""
     from labeler import io
@@ -111,7 +113,7 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                            ppi=ppi)
     result = compare(human=human, llm=llm, runs=runs, k=k, gain=gain,
                      include_empty=include_empty, top=top, queries=queries, stats=options,
-                     measure=measure)
+                     measure=measure, bootstrap=bootstrap)
     echo_result(result, as_json)
     if report_dir:
         from labeler.pipeline.provenance import judge_summary

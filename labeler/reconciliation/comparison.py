@@ -30,6 +30,7 @@ from scipy import stats as sps
 from labeler import fmt, io
 
 from labeler.scoring import results as scoring
+from labeler.statistics.ranking import ranking_block
 from labeler.errors import InputError
 
 if TYPE_CHECKING:
@@ -97,6 +98,8 @@ class Comparison:
     n_pairs: int
     significance: Significance
     measure: str | None = None
+    bootstrap: int = 1000
+    """Query-bootstrap replicates of the ranking block's winner confidence."""
 
     # ------------------------------------------------------------------ views
 
@@ -155,6 +158,9 @@ class Comparison:
             "runs": runs,
             "kendall_tau": self.kendall_tau,
             "spearman_rho": self.spearman_rho,
+            "ranking": ranking_block(
+                self.runs, self.per_query, n_resamples=self.bootstrap, seed=sig.options.seed,
+                ppi={s: (r.get("ppi") or {}).get("estimate") for s, r in runs.items()}),
             "pairs": sig.pairs_to_dicts(),
             "verdicts": sig.counts,
             "headline": self.headline,
@@ -219,7 +225,7 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
             queries: QueriesLike = None,
             llm_scores: scoring.ScoreResult | None = None,
             stats: StatsOptions | None = None,
-            measure: str | None = None) -> Comparison:
+            measure: str | None = None, bootstrap: int = 1000) -> Comparison:
     """Compare the runs' NDCG@k (or ``measure``, e.g. ``"AP"``, ``"P(rel=2)@10"``) under
     human and under LLM labels.
 
@@ -264,7 +270,7 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
         ideal=ideal, most_changed=_most_changed(per_query, ideal, texts, top),
         kendall_tau=tau, spearman_rho=rho, swaps=swaps, n_pairs=n_pairs,
         significance=_significance(per_query, systems, run, human_q, llm_q, stats),
-        measure=str(by_human.measures[0]) if wanted else None)
+        measure=str(by_human.measures[0]) if wanted else None, bootstrap=bootstrap)
 
 
 # ---------------------------------------------------------------------- pieces

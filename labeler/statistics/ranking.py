@@ -18,11 +18,12 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 
 from labeler.statistics.bootstrap import query_resample_counts
 
-__all__ = ["TOP_KS", "kendall_tau", "order_of", "ranking_summary",
+__all__ = ["TOP_KS", "kendall_tau", "order_of", "ranking_block", "ranking_summary",
            "tau_ap", "top_k_overlap", "winner_confidence"]
 
 TOP_KS = (1, 3, 5)
@@ -165,3 +166,30 @@ def ranking_summary(human: Mapping[str, float | None], llm: Mapping[str, float |
 
 def _finite(value: Any) -> bool:
     return value is not None and bool(np.isfinite(value))
+
+
+def ranking_block(runs: pd.DataFrame, per_query: pd.DataFrame, *,
+                  ppi: Mapping[str, float | None] | None = None, n_resamples: int = 1000,
+                  seed: int = 0) -> dict[str, Any]:
+    """:func:`ranking_summary` of a comparison's tables: ``runs`` (``system, human, llm``, or
+    ``shared_human, shared_llm`` when present: the means that order the runs) and
+    ``per_query`` (``system, query_id, human, llm``).
+
+    Usage: ``ranking_block(c.runs, c.per_query, n_resamples=1000, seed=0)``
+    """
+    h_col, l_col = (("shared_human", "shared_llm") if "shared_human" in runs.columns
+                    else ("human", "llm"))
+    systems = [str(s) for s in runs["system"]]
+    human = dict(zip(systems, (_value(v) for v in runs[h_col])))
+    llm = dict(zip(systems, (_value(v) for v in runs[l_col])))
+    pq = per_query.assign(system=per_query["system"].astype(str))
+    matrices = [pq.pivot(index="query_id", columns="system", values=col)
+                .reindex(columns=systems).to_numpy(dtype=float)
+                if len(pq) else np.empty((0, len(systems)))
+                for col in ("human", "llm")]
+    return ranking_summary(human, llm, matrices[0], matrices[1], systems, ppi=ppi,
+                           n_resamples=n_resamples, seed=seed)
+
+
+def _value(v: Any) -> float | None:
+    return float(v) if v is not None and pd.notna(v) else None
