@@ -154,7 +154,8 @@ def _leniency(delta: Any) -> str:
 
 def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
              judge: Mapping[str, Any] | None) -> dict[str, Any]:
-    from labeler.report.text import by_human_rank, swap_significance, test_words
+    from labeler.report.text import (by_human_rank, ranking_lines, swap_significance,
+                                     test_words)
 
     per_query = c.per_query
     sig = c.significance
@@ -173,6 +174,7 @@ def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
         "test_words": test_words(sig), "has_ppi": sig.options.ppi,
         "planning": sig.planning_line(), "stat_notes": list(sig.notes),
         "tau": c.kendall_tau, "rho": c.spearman_rho, "n_runs": len(c.runs),
+        "ranking_lines": ranking_lines(c.to_dict()["ranking"]),
         "order_human": c.order_human, "order_llm": c.order_llm,
         "swaps": c.swaps, "n_pairs": c.n_pairs, "swap_note": swap_significance(c),
         "ideal": c.ideal_summary(), "ideal_rows": c.ideal.to_dict("records"),
