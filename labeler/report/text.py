@@ -177,8 +177,8 @@ def ranking_lines(ranking: Mapping[str, Any]) -> list[str]:
                      f"{' (PPI estimates)' if w.get('ppi') else ' (human labels)'}.")
     overlap = ranking.get("top_k_overlap") or {}
     tops = ", ".join(f"top {k} {fmt.share(v)}" for k, v in overlap.items() if v is not None)
-    lines.append(f"LLM order against the human order: tau_AP {fmt.num(ranking.get('tau_ap'))}"
-                 f" (errors at the top weigh more), Kendall's tau "
+    lines.append(f"LLM order against the human order: AP correlation "
+                 f"{fmt.num(ranking.get('tau_ap'))} (errors at the top weigh more), Kendall's tau "
                  f"{fmt.num(ranking.get('kendall_tau'))}"
                  + (f"; shared runs in the {tops}" if tops else "") + ".")
     return lines
