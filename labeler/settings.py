@@ -163,8 +163,7 @@ class BootstrapConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     bootstrap: int = Field(default=1000, ge=0, description=(
-        "Bootstrap resamples (0: none): the agreement's 95% intervals, and how often the "
-        "best run stays first when whole queries are resampled."))
+        "Bootstrap resamples for the agreement's 95% intervals (0: none)."))
     bootstrap_unit: Literal["query", "pair"] = Field(default="query", description=(
         "What the bootstrap resamples: whole queries (the pairs of one query are not "
         "independent), or single pairs (narrower intervals that cover the truth less often)."))

@@ -69,7 +69,8 @@ DEFAULT_TITLE = "Human vs LLM labels"
               help="Prediction-powered NDCG: the human labels cover a random sample of whole "
                    "queries (`labeler sample --unit query`), the LLM labels every query; each "
                    "mean and difference is the LLM one corrected by the sample.")
-@bootstrap_options(include=["bootstrap"])
+@bootstrap_options(include=["bootstrap"], help={"bootstrap": (
+    "Resamples of whole queries for how often the best run stays first (0: none).")})
 def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                 ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: str,
                 include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,

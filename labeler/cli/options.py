@@ -71,9 +71,10 @@ def _click_type(kind: Any, metadata: Iterable[Any]) -> Any:
     return str
 
 
-def _option(name: str, required: bool, model: Any = None
+def _option(name: str, required: bool, model: Any = None, help: str | None = None
             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The click option of one field of ``model`` (default: the judge's settings)."""
+    """The click option of one field of ``model`` (default: the judge's settings); ``help``
+    replaces the field's description."""
     if model is None:
         from labeler.settings import JudgeConfig as model
 
@@ -84,25 +85,28 @@ def _option(name: str, required: bool, model: Any = None
     cli: dict[str, Any] = dict(meta) if isinstance(meta, dict) else {}
     decls = [flag_of(name), name]
     if kind is bool:
-        return click.option(*decls, is_flag=True, default=None, help=field.description,
-                            envvar=cli.get("envvar"))
+        return click.option(*decls, is_flag=True, default=None,
+                            help=help or field.description, envvar=cli.get("envvar"))
     default = None if field.is_required() else field.default
     return click.option(*decls, type=_click_type(kind, field.metadata), required=required,
                         default=default, show_default=default is not None,
-                        help=field.description, envvar=cli.get("envvar"))
+                        help=help or field.description, envvar=cli.get("envvar"))
 
 
-def bootstrap_options(*, include: Iterable[str] | None = None
+def bootstrap_options(*, include: Iterable[str] | None = None,
+                      help: Mapping[str, str] | None = None
                       ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator adding ``--bootstrap`` and ``--bootstrap-unit`` (or the ``include``d ones),
-    declared once in :class:`~labeler.settings.BootstrapConfig`."""
+    declared once in :class:`~labeler.settings.BootstrapConfig`; ``help`` words a flag's help
+    for one command."""
     from labeler.settings import BootstrapConfig
 
     names = list(include or BootstrapConfig.model_fields)
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         for name in reversed(names):
-            fn = _option(name, required=False, model=BootstrapConfig)(fn)
+            fn = _option(name, required=False, model=BootstrapConfig,
+                         help=(help or {}).get(name))(fn)
         return fn
 
     return decorate
