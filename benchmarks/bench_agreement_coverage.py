@@ -21,6 +21,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,28 @@ def _label_sets(data: Path) -> tuple[Any, dict[str, Any]]:
     return human, sets
 
 
-def coverage(sets: dict[str, Any], sizes: list[int], draws: int, n_boot: int) -> None:
+def _simulated_sets(qrels: Path, judges: int) -> dict[str, Any]:
+    """TREC DL 2019 human labels with simulated judges whose errors cluster by query: grade =
+    human + a per-query lean (normal, sd 0.6) + per-pair noise (normal, sd 0.8), rounded and
+    clipped to 0-3."""
+    import numpy as np
+
+    from labeler import io
+
+    human = io.read_qrels(qrels)
+    codes = np.unique(human["query_id"].to_numpy(), return_inverse=True)[1]
+    sets = {}
+    for j in range(judges):
+        rng = np.random.default_rng(100 + j)
+        lean = rng.normal(0, 0.6, codes.max() + 1)[codes]
+        grade = np.clip(np.rint(human["grade"] + lean + rng.normal(0, 0.8, len(human))), 0, 3)
+        sets[f"sim{j}"] = human.rename(columns={"grade": "grade_h"}).assign(
+            grade_l=grade.astype(int), grade_h=human["grade"].astype(int))
+    return sets
+
+
+def coverage(sets: dict[str, Any], sizes: list[int], draws: int, n_boot: int,
+             population: str) -> None:
     """Print coverage and mean width of pair- and query-unit intervals against the full set."""
     import numpy as np
 
@@ -78,8 +100,8 @@ def coverage(sets: dict[str, Any], sizes: list[int], draws: int, n_boot: int) ->
                         hits[(n, unit, s)].append(ci[0] <= truth[s] <= ci[1])
                         widths[(n, unit, s)].append(ci[1] - ci[0])
     took = time.perf_counter() - start
-    print(f"Coverage of 95% intervals: {len(sets)} LLM label sets x {draws} random query "
-          f"samples per size, {n_boot} resamples ({took:.0f} s)\n")
+    print(f"Coverage of 95% intervals, {population}: {len(sets)} label sets x {draws} random "
+          f"query samples per size, {n_boot} resamples ({took:.0f} s)\n")
     print("| queries | statistic | pair unit: coverage | width | query unit: coverage | width |")
     print("|---:|---|---:|---:|---:|---:|")
     for n in sizes:
@@ -97,7 +119,7 @@ def calibration_check(human: Any, data: Path, splits: int) -> None:
     from sklearn.model_selection import KFold
 
     from labeler import io
-    from labeler.reconciliation import calibrate as cal_mod
+    cal_mod = importlib.import_module("labeler.reconciliation.calibrate")
 
     def alpha(h: np.ndarray, g: np.ndarray) -> float:
         return float(krippendorff.alpha(reliability_data=[h, g], value_domain=[0, 1, 2, 3],
@@ -153,10 +175,18 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 15, 20])
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--splits", type=int, default=1, help="12/13 query splits")
+    parser.add_argument("--dl19", type=Path,
+                        default=Path("/work/shared/data/trec-dl-2019/2019qrels-pass.txt"))
+    parser.add_argument("--judges", type=int, default=10, help="simulated DL 2019 judges")
     parser.add_argument("--no-calibration", action="store_true")
     args = parser.parse_args()
     human, sets = _label_sets(args.data)
-    coverage(sets, args.sizes, args.draws, args.bootstrap)
+    coverage(sets, args.sizes, args.draws, args.bootstrap,
+             "LLMJudge 2024 (25 queries, the 33 real LLM label sets)")
+    if args.judges:
+        coverage(_simulated_sets(args.dl19, args.judges), args.sizes, args.draws,
+                 args.bootstrap, "TREC DL 2019 (43 queries, simulated judges whose errors "
+                 "cluster by query)")
     if not args.no_calibration:
         calibration_check(human, args.data, args.splits)
     return 0
