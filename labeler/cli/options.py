@@ -36,6 +36,8 @@ __all__ = [
     "judge_settings",
     "read_label_sets",
     "read_side",
+    "stats_options",
+    "stats_settings",
 ]
 
 
@@ -71,10 +73,9 @@ def _click_type(kind: Any, metadata: Iterable[Any]) -> Any:
     return str
 
 
-def _option(name: str, required: bool, model: Any = None, help: str | None = None
+def _option(name: str, required: bool, model: Any = None
             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The click option of one field of ``model`` (default: the judge's settings); ``help``
-    replaces the field's description."""
+    """The click option of one field of ``model`` (default: the judge's settings)."""
     if model is None:
         from labeler.settings import JudgeConfig as model
 
@@ -85,28 +86,25 @@ def _option(name: str, required: bool, model: Any = None, help: str | None = Non
     cli: dict[str, Any] = dict(meta) if isinstance(meta, dict) else {}
     decls = [flag_of(name), name]
     if kind is bool:
-        return click.option(*decls, is_flag=True, default=None,
-                            help=help or field.description, envvar=cli.get("envvar"))
+        return click.option(*decls, is_flag=True, default=None, help=field.description,
+                            envvar=cli.get("envvar"))
     default = None if field.is_required() else field.default
     return click.option(*decls, type=_click_type(kind, field.metadata), required=required,
                         default=default, show_default=default is not None,
-                        help=help or field.description, envvar=cli.get("envvar"))
+                        help=field.description, envvar=cli.get("envvar"))
 
 
-def bootstrap_options(*, include: Iterable[str] | None = None,
-                      help: Mapping[str, str] | None = None
+def bootstrap_options(*, include: Iterable[str] | None = None
                       ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A decorator adding ``--bootstrap`` and ``--bootstrap-unit`` (or the ``include``d ones),
-    declared once in :class:`~labeler.settings.BootstrapConfig`; ``help`` words a flag's help
-    for one command."""
+    """A decorator adding ``--bootstrap`` and ``--bootstrap-unit`` (or the ``include``d ones)
+    of the agreement intervals, declared once in :class:`~labeler.settings.BootstrapConfig`."""
     from labeler.settings import BootstrapConfig
 
     names = list(include or BootstrapConfig.model_fields)
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         for name in reversed(names):
-            fn = _option(name, required=False, model=BootstrapConfig,
-                         help=(help or {}).get(name))(fn)
+            fn = _option(name, required=False, model=BootstrapConfig)(fn)
         return fn
 
     return decorate
@@ -125,6 +123,44 @@ def judge_options(*, include: Iterable[str] | None = None, exclude: Iterable[str
         return fn
 
     return decorate
+
+
+def stats_options() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding one option per statistics option of
+    :class:`~labeler.statistics.options.StatsOptions` (``--test``, ``--alpha``, ...)."""
+    from labeler.statistics.options import option_specs
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for spec in reversed(option_specs()):
+            decls = [flag_of(spec.name), f"stats_{spec.name}"]
+            if spec.kind is bool:
+                fn = click.option(*decls, is_flag=True, help=spec.help)(fn)
+                continue
+            if spec.choices is not None:
+                kind: Any = click.Choice(list(spec.choices))
+            elif spec.kind is int:
+                lo, hi = spec.bounds.get("ge"), spec.bounds.get("le")
+                kind = click.IntRange(min=None if lo is None else int(lo),
+                                      max=None if hi is None else int(hi))
+            else:
+                kind = click.FloatRange(min=spec.bounds.get("gt", spec.bounds.get("ge")),
+                                        max=spec.bounds.get("lt", spec.bounds.get("le")),
+                                        min_open="gt" in spec.bounds,
+                                        max_open="lt" in spec.bounds)
+            fn = click.option(*decls, type=kind, default=spec.default, show_default=True,
+                              help=spec.help)(fn)
+        return fn
+
+    return decorate
+
+
+def stats_settings(params: dict[str, Any]) -> Any:
+    """Pop the statistics options out of a command's keyword arguments, as
+    :class:`~labeler.statistics.options.StatsOptions`."""
+    from labeler.statistics.options import StatsOptions
+
+    return StatsOptions(**{name.removeprefix("stats_"): params.pop(name)
+                           for name in list(params) if name.startswith("stats_")})
 
 
 def judge_settings(params: dict[str, Any]) -> dict[str, Any]:

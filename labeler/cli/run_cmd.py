@@ -155,7 +155,8 @@ def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_
     """
     from labeler.labelling.batchfile import BatchFileWritten, BatchNotReady
     from labeler.pipeline.config import load_config
-    from labeler.pipeline.nightly import check_run, run_pipeline
+    from labeler.pipeline.check import check_run
+    from labeler.pipeline.nightly import run_pipeline
 
     cfg = load_config(config)
     updates: dict[str, Any] = {}

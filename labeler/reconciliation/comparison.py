@@ -7,7 +7,8 @@ labels and once on the LLM labels, so the means equal what ``labeler score`` rep
 Usage::
 
     from labeler.reconciliation.comparison import compare
-    c = compare("human.qrels", "llm_labels.jsonl", ["runs/bm25.run", "runs/bert.run"], k=10)
+    c = compare(human="human.qrels", llm="llm_labels.jsonl",
+                runs=["runs/bm25.run", "runs/bert.run"], k=10)
     c.to_frame()          # per run: human, llm, delta, ranks, judged shares
     c.kendall_tau, c.swaps
     c.significance.counts # pair verdicts: which differences are real under which labels
@@ -31,7 +32,7 @@ from labeler import fmt, io
 
 from labeler.scoring import results as scoring
 from labeler.statistics.ranking import ranking_block
-from labeler.errors import InputError
+from labeler.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
     from labeler.statistics.verdicts import Significance, StatsOptions
@@ -98,8 +99,6 @@ class Comparison:
     n_pairs: int
     significance: Significance
     measure: str | None = None
-    bootstrap: int = 1000
-    """Query-bootstrap replicates of the ranking block's winner confidence."""
 
     # ------------------------------------------------------------------ views
 
@@ -159,7 +158,7 @@ class Comparison:
             "kendall_tau": self.kendall_tau,
             "spearman_rho": self.spearman_rho,
             "ranking": ranking_block(
-                self.runs, self.per_query, n_resamples=self.bootstrap, seed=sig.options.seed,
+                self.runs, self.per_query, n_resamples=sig.options.bootstrap, seed=sig.options.seed,
                 ppi={s: (r.get("ppi") or {}).get("estimate") for s, r in runs.items()}),
             "pairs": sig.pairs_to_dicts(),
             "verdicts": sig.counts,
@@ -225,7 +224,7 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
             queries: QueriesLike = None,
             llm_scores: scoring.ScoreResult | None = None,
             stats: StatsOptions | None = None,
-            measure: str | None = None, bootstrap: int = 1000) -> Comparison:
+            measure: str | None = None) -> Comparison:
     """Compare the runs' NDCG@k (or ``measure``, e.g. ``"AP"``, ``"P(rel=2)@10"``) under
     human and under LLM labels.
 
@@ -242,7 +241,7 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
         c = labeler.compare(human="human.qrels", llm="labels.jsonl", runs=["a.run", "b.run"])
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
     k = int(k)
     human_q = io.as_qrels(human, any_grade=True)   # any integer grade scores
     llm_q = io.as_qrels(llm, any_grade=True)
@@ -270,7 +269,7 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
         ideal=ideal, most_changed=_most_changed(per_query, ideal, texts, top),
         kendall_tau=tau, spearman_rho=rho, swaps=swaps, n_pairs=n_pairs,
         significance=_significance(per_query, systems, run, human_q, llm_q, stats),
-        measure=str(by_human.measures[0]) if wanted else None, bootstrap=bootstrap)
+        measure=str(by_human.measures[0]) if wanted else None)
 
 
 # ---------------------------------------------------------------------- pieces
