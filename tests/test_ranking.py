@@ -16,6 +16,7 @@ from scipy import stats
 from labeler import io
 from labeler.cli import main
 from labeler.reconciliation.comparison import compare
+from labeler.statistics.options import StatsOptions
 from labeler.statistics.ranking import (kendall_tau, order_of, tau_ap, top_k_overlap,
                                         winner_confidence)
 
@@ -151,7 +152,9 @@ def test_compare_json_ranking_block_against_scipy_and_the_formula(human: pd.Data
 
 def test_report_views_show_the_top_of_the_ranking(human: pd.DataFrame) -> None:
     runs = sorted((COMPARE / "runs").glob("*.run"))
-    c = compare(human=human, llm=_noisy(human, 2), runs=[str(r) for r in runs], bootstrap=100)
+    c = compare(human=human, llm=_noisy(human, 2), runs=[str(r) for r in runs],
+                stats=StatsOptions(bootstrap=100))
+    assert c.to_dict()["ranking"]["bootstrap"] == 100
     winner = c.to_dict()["ranking"]["winner"]
     text, md, html = c.to_text(), c.to_markdown(), c.to_html()
     share = f"{winner['confidence']:.0%}"
