@@ -15,7 +15,8 @@ lowers Krippendorff's alpha there.
 Usage::
 
     python benchmarks/bench_agreement_coverage.py [--data /work/shared/data/llmjudge]
-        [--draws 20] [--sizes 10 15 20] [--bootstrap 1000] [--no-calibration]
+        [--draws 30] [--sizes 10 15 20] [--bootstrap 1000] [--splits 3]
+        [--parts llmjudge dl19 calibration]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 GRADE_MAP = {"5": 3, "10": 3}   # a few submissions grade on a wider scale
 KEYS = ["query_id", "chunk_id"]
+PARTS = ("llmjudge", "dl19", "calibration")
 STATS = {"cohen_kappa_quadratic": "kappa (quadratic)",
          "krippendorff_alpha_ordinal": "alpha (ordinal)",
          "exact_agreement": "exact agreement"}
@@ -171,23 +173,24 @@ def calibration_check(human: Any, data: Path, splits: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("/work/shared/data/llmjudge"))
-    parser.add_argument("--draws", type=int, default=20, help="query samples per size and set")
+    parser.add_argument("--draws", type=int, default=30, help="query samples per size and set")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 15, 20])
     parser.add_argument("--bootstrap", type=int, default=1000)
-    parser.add_argument("--splits", type=int, default=1, help="12/13 query splits")
+    parser.add_argument("--splits", type=int, default=3, help="12/13 query splits")
     parser.add_argument("--dl19", type=Path,
                         default=Path("/work/shared/data/trec-dl-2019/2019qrels-pass.txt"))
     parser.add_argument("--judges", type=int, default=10, help="simulated DL 2019 judges")
-    parser.add_argument("--no-calibration", action="store_true")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     args = parser.parse_args()
     human, sets = _label_sets(args.data)
-    coverage(sets, args.sizes, args.draws, args.bootstrap,
-             "LLMJudge 2024 (25 queries, the 33 real LLM label sets)")
-    if args.judges:
+    if "llmjudge" in args.parts:
+        coverage(sets, args.sizes, args.draws, args.bootstrap,
+                 "LLMJudge 2024 (25 queries, the 33 real LLM label sets)")
+    if "dl19" in args.parts:
         coverage(_simulated_sets(args.dl19, args.judges), args.sizes, args.draws,
                  args.bootstrap, "TREC DL 2019 (43 queries, simulated judges whose errors "
                  "cluster by query)")
-    if not args.no_calibration:
+    if "calibration" in args.parts:
         calibration_check(human, args.data, args.splits)
     return 0
 
