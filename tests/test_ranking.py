@@ -161,3 +161,28 @@ def test_report_views_show_the_top_of_the_ranking(human: pd.DataFrame) -> None:
     for view in (text, md, html):
         assert "AP correlation" in view and share in view
     assert "## Top of the ranking" in md and 'id="ranking"' in html
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+def test_with_ppi_the_winner_and_its_confidence_are_the_ppi_ones(human: pd.DataFrame) -> None:
+    runs = sorted((COMPARE / "runs").glob("*.run"))
+    sample = sorted(human["query_id"].unique())[:6]   # humans labelled 6 of the 10 queries
+    c = compare(human=human.loc[human["query_id"].isin(sample)], llm=_noisy(human, 1),
+                runs=[str(r) for r in runs], stats=StatsOptions(ppi=True, bootstrap=300, seed=4))
+    data = c.to_dict()
+    estimates = {t: r["ppi"]["estimate"] for t, r in data["runs"].items()}
+    winner = data["ranking"]["winner"]
+    assert winner["ppi"] == max(estimates, key=lambda t: estimates[t])
+    tags = list(data["runs"])
+    pq = pd.DataFrame([(t, q, v["human"], v["llm"]) for t, per in data["per_query"].items()
+                       for q, v in per.items()], columns=["system", "query_id", "human", "llm"])
+    llm = pq.pivot(index="query_id", columns="system", values="llm")[tags].to_numpy(float)
+    gap = pq.pivot(index="query_id", columns="system", values="human")[tags].to_numpy(float) - llm
+    draws = np.random.default_rng(4).integers(0, len(llm), (300, len(llm)))
+    best = tags.index(winner["ppi"])
+    stays = []
+    for row in draws:  # each replicate: LLM mean + mean human - LLM gap of its labelled draws
+        est = np.nanmean(llm[row], axis=0) + np.nanmean(gap[row], axis=0)
+        stays.append(bool(np.isfinite(est).all() and np.argmax(est) == best
+                          and np.sum(est == est.max()) == 1))
+    assert winner["confidence"] == pytest.approx(np.mean(stays))
