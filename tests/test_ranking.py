@@ -129,21 +129,27 @@ def test_compare_json_ranking_block_against_scipy_and_the_formula(human: pd.Data
     assert set(ranking["top_k_overlap"]) == {"1", "3", "5"}
     assert set(ranking["winner"]) >= {"human", "llm", "ppi", "confidence"}
     tags = list(data["runs"])
-    h = [data["runs"][t]["human"] for t in tags]
-    m = [data["runs"][t]["llm"] for t in tags]
+    # The runs are ordered by their means over the queries every run scores under both sets.
+    mean = {label: {t: data["runs"][t]["shared"][label] for t in tags} for label in ("human",
+                                                                                     "llm")}
+    h, m = [mean["human"][t] for t in tags], [mean["llm"][t] for t in tags]
     assert ranking["kendall_tau"] == pytest.approx(stats.kendalltau(h, m).statistic)
-    order_h = sorted(tags, key=lambda t: (-data["runs"][t]["human"], t))
-    order_l = sorted(tags, key=lambda t: (-data["runs"][t]["llm"], t))
+    order_h = sorted(tags, key=lambda t: (-mean["human"][t], t))
+    order_l = sorted(tags, key=lambda t: (-mean["llm"][t], t))
+    assert order_h == data["order"]["human"] and order_l == data["order"]["llm"]
     assert ranking["tau_ap"] == pytest.approx(_tau_ap_by_the_formula(order_l, order_h))
     assert ranking["winner"]["human"] == order_h[0] and ranking["winner"]["llm"] == order_l[0]
     assert ranking["winner"]["ppi"] is None  # no PPI asked for
     for k in (1, 3):
         assert ranking["top_k_overlap"][str(k)] == len(set(order_h[:k]) & set(order_l[:k])) / k
     assert ranking["top_k_overlap"]["5"] is None  # four runs
-    # The confidence: resample the ten queries, the human winner keeps the highest mean.
-    pq = pd.DataFrame([(t, q, v["human"]) for t, per in data["per_query"].items()
-                       for q, v in per.items()], columns=["system", "query_id", "human"])
+    # The confidence: resample the shared queries, the human winner keeps the highest mean.
+    pq = pd.DataFrame([(t, q, v["human"], v["llm"]) for t, per in data["per_query"].items()
+                       for q, v in per.items()], columns=["system", "query_id", "human", "llm"])
     matrix = pq.pivot(index="query_id", columns="system", values="human")[tags].to_numpy(float)
+    llm = pq.pivot(index="query_id", columns="system", values="llm")[tags].to_numpy(float)
+    matrix = matrix[np.isfinite(matrix).all(axis=1) & np.isfinite(llm).all(axis=1)]
+    assert len(matrix) == data["shared_queries"]
     draws = np.random.default_rng(3).integers(0, len(matrix), (200, len(matrix)))
     best = tags.index(order_h[0])
     stays = np.mean([np.argmax(np.nanmean(matrix[row], axis=0)) == best for row in draws])

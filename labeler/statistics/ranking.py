@@ -172,8 +172,9 @@ def ranking_block(runs: pd.DataFrame, per_query: pd.DataFrame, *,
                   ppi: Mapping[str, float | None] | None = None, n_resamples: int = 1000,
                   seed: int = 0) -> dict[str, Any]:
     """:func:`ranking_summary` of a comparison's tables: ``runs`` (``system, human, llm``, or
-    ``shared_human, shared_llm`` when present: the means that order the runs) and
-    ``per_query`` (``system, query_id, human, llm``).
+    ``shared_human, shared_llm`` when present: the means over the queries every run scores
+    under both label sets, which order the runs; the replicates then draw from those queries)
+    and ``per_query`` (``system, query_id, human, llm``).
 
     Usage: ``ranking_block(c.runs, c.per_query, n_resamples=1000, seed=0)``
     """
@@ -187,6 +188,11 @@ def ranking_block(runs: pd.DataFrame, per_query: pd.DataFrame, *,
                 .reindex(columns=systems).to_numpy(dtype=float)
                 if len(pq) else np.empty((0, len(systems)))
                 for col in ("human", "llm")]
+    if h_col == "shared_human" and not any(_finite(v) for v in (ppi or {}).values()):
+        # The runs are ordered on the queries every run scores under both label sets: so are
+        # the replicates (with PPI every query the LLM labels cover counts).
+        shared = np.isfinite(matrices[0]).all(axis=1) & np.isfinite(matrices[1]).all(axis=1)
+        matrices = [m[shared] for m in matrices]
     return ranking_summary(human, llm, matrices[0], matrices[1], systems, ppi=ppi,
                            n_resamples=n_resamples, seed=seed)
 
