@@ -1,5 +1,6 @@
 """Start-up: every `labeler … --help` against a bare `python -c "import click, rich"`, and
-`labeler score` on the bundled sample. Prints a Markdown table (the README's `### Start-up`).
+`labeler score` on the bundled sample (also against a bare `python -c "import numpy,
+pyarrow"`). Prints a Markdown table (the README's `### Start-up`).
 
     python benchmarks/bench_startup.py            # best of 15 runs each
     python benchmarks/bench_startup.py --runs 5
@@ -84,6 +85,10 @@ def main() -> None:
     t = best(score, args.runs)
     print(f"| `labeler score` on the bundled sample ({len(runs)} runs) | {t:.3f} | — "
           f"| < 0.5 | {'yes' if t < 0.5 else 'NO'} |")
+    base = best([sys.executable, "-c", "import numpy, pyarrow"], args.runs)
+    print(f"| `python -c \"import numpy, pyarrow\"` | {base:.3f} | — | — | — |")
+    print(f"| `labeler score` on the sample, over bare numpy + pyarrow | {t:.3f} | "
+          f"{t - base:+.3f} | ≤ +0.100 | {'yes' if t - base <= 0.1 else 'NO'} |")
     if args.importtime:
         print("\nheaviest imports of `labeler --help` (cumulative ms):")
         for name, ms in importtime():
