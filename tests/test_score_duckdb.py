@@ -119,3 +119,10 @@ def test_without_duckdb_the_engine_says_how_to_install(tmp_path: Path,
                                        "--engine", "duckdb"])
     assert result.exit_code == 2
     assert "pip install 'labeler[duckdb]'" in result.output
+
+
+def test_a_bad_memory_limit_is_a_configuration_error(tmp_path: Path) -> None:
+    qpath, specs, _, _ = _write(tmp_path, 8, "trec")
+    result = CliRunner().invoke(main, ["score", "--qrels", str(qpath), "--run", specs[0],
+                                       "--engine", "duckdb", "--memory-limit", "lots"])
+    assert result.exit_code == 2 and "--memory-limit" in result.output

@@ -72,3 +72,19 @@ def test_piped_tables_are_drawn_as_rich_draws_them(monkeypatch: pytest.MonkeyPat
     score_cmd._print_table(res, per_query=True)
     assert drawn.getvalue() == buf.getvalue()
     assert "┏" in drawn.getvalue() and "nDCG" in drawn.getvalue()
+
+
+def test_inputs_that_need_pandas_still_work(tmp_path: Path) -> None:
+    # a grade map, a CSV run and --out take the general readers and writers (with pandas)
+    csv = tmp_path / "run.csv"
+    csv.write_text("query_id,chunk_id,score\n19335,8412684,3.0\n19335,7267248,2.0\n")
+    for extra in (["--run", RUNS[0], "--grade-map", "3=2"], ["--run", str(csv)],
+                  ["--run", RUNS[0], "--out", str(tmp_path / "out.json")],
+                  ["--run", RUNS[0], "--engine", "duckdb"]):
+        if "duckdb" in extra:
+            pytest.importorskip("duckdb")
+        proc = subprocess.run([sys.executable, "-m", "labeler", "score", "--qrels",
+                               str(DATA / "human.qrels"), *extra, "--json"],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["runs"]

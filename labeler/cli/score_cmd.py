@@ -88,11 +88,12 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
     if as_json and as_trec:
         raise ConfigError("give --json or --trec, not both")
     formats = InputFormats(fmt, {"qrels": qrels, "run": list(runs)})
+    grades = _grade_map(grade_map)
     with formats, without_pandas():   # plain run files are scored without pandas
         result = evaluate_files(qrels, list(runs), k=list(ks) or None, gain=gain,
                                 ideal=ideal, include_empty=include_empty,
                                 qrels_fmt=formats["qrels"], run_fmt=formats["run"],
-                                grade_map=_grade_map(grade_map), measures=list(measures),
+                                grade_map=grades, measures=list(measures),
                                 complete=complete, engine=engine,
                                 memory_limit=memory_limit, temp_dir=temp_dir)
         if out or as_json:  # the JSON object (with its intervals) only when asked for

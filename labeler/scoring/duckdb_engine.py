@@ -260,7 +260,11 @@ def kernel_duckdb(qrels: Any, runs: Sequence[Any], ks: list[int], gain: str, ide
         con = duckdb.connect(config={"preserve_insertion_order": False})
         try:
             if memory_limit:
-                con.execute(f"SET memory_limit = {_quote(memory_limit)}")
+                try:
+                    con.execute(f"SET memory_limit = {_quote(memory_limit)}")
+                except duckdb.Error:
+                    raise ConfigError(f"--memory-limit {memory_limit!r} is not a size; "
+                                      "write e.g. 2GB or 500MB") from None
             con.execute(f"SET temp_directory = {_quote(tmp)}")
             return _rank(con, duckdb, qa, runs, run_fmt, ks, gain, ideal, kmax)
         except duckdb.Error as exc:

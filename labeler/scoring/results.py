@@ -404,10 +404,11 @@ def evaluate_files(qrels: str | os.PathLike[str],
         from labeler.scoring.duckdb_engine import kernel_duckdb, wants_duckdb
 
         if engine == "duckdb" or wants_duckdb(list(runs), run_fmt or fmt):
-            out = kernel_duckdb(qrels, list(runs), ks, gain, ideal, _depth(wanted),
-                                qrels_fmt=qrels_fmt or fmt, run_fmt=run_fmt or fmt,
-                                grade_map=grade_map, memory_limit=memory_limit,
-                                temp_dir=temp_dir)
+            with allow_pandas():   # out of core: pandas' start-up does not count here
+                out = kernel_duckdb(qrels, list(runs), ks, gain, ideal, _depth(wanted),
+                                    qrels_fmt=qrels_fmt or fmt, run_fmt=run_fmt or fmt,
+                                    grade_map=grade_map, memory_limit=memory_limit,
+                                    temp_dir=temp_dir)
             return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete),
                            show_k=k is not None or not wanted)
     with without_pandas():   # plain files need no pandas (an odd one lifts this)
