@@ -33,7 +33,7 @@ def main() -> int:
     import numpy as np
 
     from labeler import fmt, io
-    from labeler.calibrate import METHODS, calibrate
+    from labeler.reconciliation.calibrate import METHODS, calibrate
 
     def alpha(h: np.ndarray, g: np.ndarray) -> float:
         return float(krippendorff.alpha(reliability_data=[h, g], value_domain=[0, 1, 2, 3],

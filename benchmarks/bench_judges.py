@@ -51,8 +51,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from labeler import fmt
-    from labeler.blend import blend
-    from labeler.leaderboard import leaderboard
+    from labeler.reconciliation.blend import blend
+    from labeler.reconciliation.leaderboard import leaderboard
 
     human = args.data / "test-human.qrels"
     sets = {p.stem: p for p in sorted((args.data / "submissions").glob("*.qrels"))}

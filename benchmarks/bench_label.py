@@ -68,8 +68,8 @@ async def bare_loop(base_url: str, bodies: list[dict[str, Any]], concurrency: in
 
 def throughput(n: int, concurrency: int, rounds: int) -> dict[str, Any]:
     from labeler.judges.openai_judge import OpenAIJudge
-    from labeler.labelling import label_pairs
-    from labeler.limits import RetryPolicy
+    from labeler.labelling.stage import label_pairs
+    from labeler.labelling.limits import RetryPolicy
     from labeler.testing import FakeLLMServer
 
     pairs = make_pairs(n)
@@ -148,8 +148,8 @@ def _children_cpu() -> float:
 
 def faults(n: int, concurrency: int) -> dict[str, Any]:
     from labeler.judges.openai_judge import OpenAIJudge
-    from labeler.labelling import label_pairs
-    from labeler.limits import RetryPolicy
+    from labeler.labelling.stage import label_pairs
+    from labeler.labelling.limits import RetryPolicy
     from labeler.testing import FakeLLMServer, FaultPlan
 
     pairs = make_pairs(n)
@@ -179,10 +179,10 @@ def faults(n: int, concurrency: int) -> dict[str, Any]:
 
 def child_cached(n: int) -> dict[str, Any]:
     """Fill a cache for ``n`` pairs through the cache API, then time a re-run (in a child)."""
-    from labeler.cache import LabelCache
+    from labeler.labelling.cache import LabelCache
     from labeler.judges import Verdict
     from labeler.judges.openai_judge import OpenAIJudge
-    from labeler.labelling import label_pairs
+    from labeler.labelling.stage import label_pairs
     from labeler.testing import FakeLLMServer
 
     pairs = make_pairs(n)
@@ -208,7 +208,7 @@ def child_cached(n: int) -> dict[str, Any]:
 def child_lexical(n: int) -> dict[str, Any]:
     """Label ``n`` pairs with the lexical judge and write them (in a child: clean peak RSS)."""
     from labeler import io
-    from labeler.labelling import label
+    from labeler.labelling.stage import label
 
     pairs = make_pairs(n)
     start = time.perf_counter()

@@ -37,7 +37,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from labeler import io, scoring, stats
+from labeler import io
+
+from labeler.scoring import results as scoring
+
+from labeler.statistics import inference as stats
 from labeler.judges.lexical import LexicalJudge
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "trec-dl-2019"

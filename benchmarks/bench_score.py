@@ -146,7 +146,7 @@ def _child(task: str, folder: Path, repeat: int) -> dict:
     if task in ("labeler", "labeler-shuffled"):
         import pandas as pd
 
-        from labeler import scoring
+        from labeler.scoring import results as scoring
         qrels = pd.read_parquet(folder / "qrels.parquet")
         run = pd.read_parquet(folder / ("run-shuffled.parquet" if task == "labeler-shuffled"
                                         else "run.parquet"))
@@ -156,7 +156,7 @@ def _child(task: str, folder: Path, repeat: int) -> dict:
     if task == "labeler-measures":
         import pandas as pd
 
-        from labeler import scoring
+        from labeler.scoring import results as scoring
         qrels = pd.read_parquet(folder / "qrels.parquet")
         run = pd.read_parquet(folder / "run.parquet")
         first, best, res = _best(lambda: scoring.evaluate(qrels, run, k=10, measures=MEASURES),

@@ -25,29 +25,29 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, EndpointError, InputError, JudgeError, LabelerError
+from labeler.errors import ConfigError, EndpointError, InputError, JudgeError, LabelerError
 
 if TYPE_CHECKING:
-    from .agreement import AgreementReport
-    from .comparison import Comparison, compare
-    from .io import (read_corpus, read_labels, read_pairs, read_qrels, read_queries, read_run,
-                     read_runs)
-    from .labelling import LabelResult, label
-    from .pooling import pool
-    from .reconciliation import Reconciliation, reconcile
-    from .scoring import ScoreResult, score
-    from .settings import JudgeConfig
-    from .verdicts import Significance, StatsOptions
+    from labeler.reconciliation.agreement import AgreementReport
+    from labeler.reconciliation.comparison import Comparison, compare
+    from labeler.io import (read_corpus, read_labels, read_pairs, read_qrels, read_queries,
+                            read_run, read_runs)
+    from labeler.labelling.stage import LabelResult, label
+    from labeler.labelling.pooling import pool
+    from labeler.reconciliation.stage import Reconciliation, reconcile
+    from labeler.scoring.results import ScoreResult, score
+    from labeler.settings import JudgeConfig
+    from labeler.statistics.verdicts import Significance, StatsOptions
 
 _LAZY: dict[str, str] = {
-    "label": "labelling", "LabelResult": "labelling",
-    "pool": "pooling",
-    "reconcile": "reconciliation", "Reconciliation": "reconciliation",
-    "AgreementReport": "agreement",
-    "score": "scoring", "ScoreResult": "scoring",
-    "compare": "comparison", "Comparison": "comparison",
+    "label": "labelling.stage", "LabelResult": "labelling.stage",
+    "pool": "labelling.pooling",
+    "reconcile": "reconciliation.stage", "Reconciliation": "reconciliation.stage",
+    "AgreementReport": "reconciliation.agreement",
+    "score": "scoring.results", "ScoreResult": "scoring.results",
+    "compare": "reconciliation.comparison", "Comparison": "reconciliation.comparison",
     "JudgeConfig": "settings",
-    "StatsOptions": "verdicts", "Significance": "verdicts",
+    "StatsOptions": "statistics.verdicts", "Significance": "statistics.verdicts",
     **{name: "io" for name in ("read_pairs", "read_queries", "read_corpus", "read_qrels",
                                "read_run", "read_runs", "read_labels")},
 }

@@ -26,9 +26,9 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from .config import load_config
-from .io import atomic_path, write_text
-from .pipeline import RunOutcome, run_pipeline
+from labeler.pipeline.config import load_config
+from labeler.io import atomic_path, write_text
+from labeler.pipeline.nightly import RunOutcome, run_pipeline
 
 __all__ = ["DEMO_DEPTH", "copy_sample", "run_demo", "write_demo_config"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._judgement import Judgement as Judgement
+    from labeler._judgement import Judgement as Judgement
 
 QUERY_ID, QUERY, CHUNK_ID, CHUNK, GRADE, SCORE, SYSTEM = (
     "query_id", "query", "chunk_id", "chunk", "grade", "score", "system")
@@ -45,7 +45,7 @@ LABEL_COLUMNS: tuple[str, ...] = (
 def __getattr__(name: str) -> object:
     """``Judgement`` is built on first use: readers and the scorer need no pydantic."""
     if name == "Judgement":
-        from ._judgement import Judgement
+        from labeler._judgement import Judgement
 
         return Judgement
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

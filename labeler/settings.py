@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
                       model_validator)
 
-from .errors import ConfigError
+from labeler.errors import ConfigError
 
 __all__ = ["JudgeConfig", "Structured", "judge_config"]
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from labeler.demo import copy_sample
 from labeler.judges.openai_judge import OpenAIJudge
-from labeler.limits import RetryPolicy
+from labeler.labelling.limits import RetryPolicy
 from labeler.testing import FakeLLMServer, messages_text
 
 FAST = RetryPolicy(max_retries=4, backoff_base=0.005, backoff_max=0.05)

@@ -11,19 +11,19 @@ import pytest
 from labelkit import FAST, judge_for, make_pairs, server_grades
 from openai import AsyncOpenAI
 
-from labeler.batch import BatchNotReady, BatchOptions, abatch_label, write_batch_file
-from labeler.batchfile import (
+from labeler.labelling.batch import BatchNotReady, BatchOptions, abatch_label, write_batch_file
+from labeler.labelling.batchfile import (
     CORRECTION,
     BatchStore,
     batch_cost_usd,
     load_batch_prices,
     split_lines,
 )
-from labeler.cache import LabelCache
+from labeler.labelling.cache import LabelCache
 from labeler.errors import ConfigError, InputError
 from labeler.judges.openai_judge import OpenAIJudge
-from labeler.labelling import label_pairs
-from labeler.limits import cost_usd
+from labeler.labelling.stage import label_pairs
+from labeler.labelling.limits import cost_usd
 from labeler.testing import FakeLLMServer, FaultPlan
 
 QUICK = {"poll_first": 0.01, "poll_max": 0.05}
@@ -425,7 +425,7 @@ def test_each_vote_is_its_own_line_and_the_grade_is_the_lower_median(tmp_path: P
 @pytest.mark.parametrize("method", ["set_many", "get_many"])  # cannot be written / read
 def test_a_cache_that_fails_is_a_warning_not_a_crash(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str) -> None:
-    from labeler.cache import CacheError
+    from labeler.labelling.cache import CacheError
 
     def broken(self: LabelCache, arg: Any) -> Any:
         raise CacheError("the disk is full" if method == "set_many"

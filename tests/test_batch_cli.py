@@ -15,7 +15,7 @@ from labelkit import make_pairs, write_pairs
 from test_batch import _vllm_run_batch
 
 from labeler import io
-from labeler.batchfile import BatchStore
+from labeler.labelling.batchfile import BatchStore
 from labeler.cli import main
 from labeler.testing import FakeLLMServer
 
@@ -129,7 +129,7 @@ def test_run_config_batch_progress_lines_go_to_run_log(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     latest = tmp_path / "out" / (tmp_path / "out" / "latest.txt").read_text().strip()
     log = (latest / "run.log").read_text()
-    assert "labeler.batch: batch batch_fake000001: completed" in log
+    assert "labeler.labelling.batch: batch batch_fake000001: completed" in log
     assert "estimated cost" in log
     summary = json.loads((latest / "manifest.json").read_text())
     labels = io.read_labels(latest / "labels.jsonl")

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from labeler import io
-from labeler.blend import blend, combine
+from labeler.reconciliation.blend import blend, combine
 from labeler.errors import ConfigError
-from labeler.agreement import read_llm
+from labeler.reconciliation.agreement import read_llm
 
 LLMJUDGE = Path(__file__).parent / "data" / "llmjudge"
 NAMES = ["Olz-gpt4o", "RMITIR-llama38b", "willia-umbrela1"]

@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 from labeler import io
-from labeler.cache import LabelCache, cache_key, default_cache_dir
+from labeler.labelling.cache import LabelCache, cache_key, default_cache_dir
 from labeler.cli import main
 from labeler.judges import Verdict
-from labeler.labelling import label_pairs
-from labeler.limits import RetryPolicy
+from labeler.labelling.stage import label_pairs
+from labeler.labelling.limits import RetryPolicy
 from labeler.testing import FakeLLMServer, FaultPlan
 
 from labelkit import FAST, judge_for, make_pairs, server_grades, write_pairs
@@ -140,7 +140,7 @@ def test_kill_9_midway_then_rerun_finishes_asking_only_what_was_in_flight(
 
 
 def _messages(pairs: pd.DataFrame) -> dict[str, list[dict[str, str]]]:
-    from labeler.prompts import load_prompt
+    from labeler.judges.prompts import load_prompt
 
     prompt = load_prompt("default")
     return {r.chunk_id: prompt.render(r.query, r.chunk) for r in pairs.itertuples()}
@@ -225,9 +225,9 @@ def test_cached_votes_past_the_first_lookup_are_used_and_kept_when_the_job_stops
     """The cache is looked up a few slots at a time as the job goes: cached votes beyond the
     first lookup are not asked, and a job stopped early (key revoked) still records every
     cached vote as judged."""
-    import labeler._job
+    import labeler.labelling.job
 
-    monkeypatch.setattr(labeler._job, "LOOKUP_CHUNK", 4)
+    monkeypatch.setattr(labeler.labelling.job, "LOOKUP_CHUNK", 4)
     pairs = make_pairs(16)
     for revoke_after, cached_rows in ((None, [9, 14]), (2, [9, 14])):
         with FakeLLMServer(api_key="sk-test", revoke_after=revoke_after) as srv, \

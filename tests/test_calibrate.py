@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from labeler import io
-from labeler.calibrate import Calibration, calibrate, evaluate
+from labeler.reconciliation.calibrate import Calibration, calibrate, evaluate
 from labeler.errors import ConfigError, InputError
 
 

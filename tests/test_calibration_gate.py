@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from labeler import io
-from labeler.calibrate import METHODS, alpha_from_counts, calibrate
+from labeler.reconciliation.calibrate import METHODS, alpha_from_counts, calibrate
 
 LLMJUDGE = Path(__file__).parent / "data" / "llmjudge"
 SETS = ["Olz-gpt4o", "RMITIR-llama38b", "willia-umbrela1"]

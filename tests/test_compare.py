@@ -17,9 +17,11 @@ import pytrec_eval
 from click.testing import CliRunner
 from scipy import stats
 
-from labeler import io, scoring
+from labeler import io
+
+from labeler.scoring import results as scoring
 from labeler.cli import main
-from labeler.comparison import Comparison, compare
+from labeler.reconciliation.comparison import Comparison, compare
 from labeler.errors import InputError
 
 K = 10

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from labeler.config import config_hash, load_config
+from labeler.pipeline.config import config_hash, load_config
 from labeler.errors import ConfigError
 
 BASE = """\
@@ -138,7 +138,7 @@ def test_score_options_are_checked(tmp_path: Path) -> None:
 def test_the_readme_config_example_is_valid() -> None:
     import re
 
-    from labeler.config import parse_config, tomllib  # tomli on Python 3.10
+    from labeler.pipeline.config import parse_config, tomllib  # tomli on Python 3.10
 
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text(encoding="utf-8")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from labeler.drift import compute_drift
+from labeler.pipeline.drift import compute_drift
 
 
 def _labels() -> pd.DataFrame:

@@ -9,7 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labeler import io, scoring
+from labeler import io
+
+from labeler.scoring import results as scoring
 from labeler.errors import InputError
 from labeler.io.readers import parse_run_arg, rename_aliases
 

@@ -10,8 +10,8 @@ import pytest
 
 from labeler.errors import ConfigError, EndpointError
 from labeler.judges.openai_judge import OpenAIJudge, judgement_schema, retry_after_seconds
-from labeler.labelling import label_pairs
-from labeler.limits import RetryPolicy
+from labeler.labelling.stage import label_pairs
+from labeler.labelling.limits import RetryPolicy
 from labeler.testing import FakeLLMServer, FaultPlan
 
 from labelkit import FAST, judge_for, make_pairs, server_grades
@@ -171,7 +171,7 @@ def test_retry_after_is_honoured_and_capped() -> None:
 
 def _first_attempt_rate_limited(plan: FaultPlan) -> str:
     """A chunk text whose first request the plan answers 429 and second answers normally."""
-    from labeler.prompts import load_prompt
+    from labeler.judges.prompts import load_prompt
     from labeler.testing import messages_text
 
     prompt = load_prompt("default")
@@ -238,7 +238,7 @@ def test_bodies_the_client_cannot_decode_are_retried_then_failed() -> None:
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         try:
             judge = OpenAIJudge("m", base_url=f"http://127.0.0.1:{port}/v1", timeout=5)
-            from labeler.labelling import alabel_pairs
+            from labeler.labelling.stage import alabel_pairs
             result = await alabel_pairs(make_pairs(2), judge, retry=FAST)
         finally:
             await runner.cleanup()

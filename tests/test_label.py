@@ -13,9 +13,9 @@ import pytest
 from labeler import io
 from labeler.errors import ConfigError, InputError
 from labeler.judges import LexicalJudgeAdapter
-from labeler.labelling import label, label_pairs
-from labeler.limits import RateLimiter, RetryPolicy, cost_usd, load_prices, price_of
-from labeler.pooling import pool_pairs
+from labeler.labelling.stage import label, label_pairs
+from labeler.labelling.limits import RateLimiter, RetryPolicy, cost_usd, load_prices, price_of
+from labeler.labelling.pooling import pool_pairs
 from labeler.schema import LABEL_COLUMNS
 from labeler.testing import FakeLLMServer
 

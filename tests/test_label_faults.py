@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from labeler.labelling import label_pairs
-from labeler.limits import RetryPolicy
+from labeler.labelling.stage import label_pairs
+from labeler.labelling.limits import RetryPolicy
 from labeler.testing import FakeLLMServer, FaultPlan
 
 from labelkit import FAST, judge_for, make_pairs, server_grades

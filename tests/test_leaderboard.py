@@ -21,7 +21,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from labeler import io
 from labeler.errors import ConfigError, InputError
-from labeler.leaderboard import leaderboard
+from labeler.reconciliation.leaderboard import leaderboard
 
 LLMJUDGE = Path(__file__).parent / "data" / "llmjudge"
 COMPARE = Path(__file__).parent / "data" / "compare"

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labeler import scoring
+from labeler.scoring import results as scoring
 from test_score_pytrec import generate as generate_runs
 from labeler.errors import ConfigError
-from labeler.measures import Measure, parse_measure, parse_measures
+from labeler.scoring.measures import Measure, parse_measure, parse_measures
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labeler.drift import compute_drift
-from labeler.rundir import (LockedError, finish_run_dir, hold_lock, latest_run, new_run_dir,
-                            set_latest)
+from labeler.pipeline.drift import compute_drift
+from labeler.pipeline.rundir import (LockedError, finish_run_dir, hold_lock, latest_run,
+                                     new_run_dir, set_latest)
 
 NOON = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -100,8 +100,8 @@ def _sample_job(tmp_path: Path, text: str) -> Path:
 
 def test_calibrated_run_merges_calibrated_llm_grades(tmp_path: Path) -> None:
     from labeler import io
-    from labeler.config import load_config
-    from labeler.pipeline import run_pipeline
+    from labeler.pipeline.config import load_config
+    from labeler.pipeline.nightly import run_pipeline
 
     job = _sample_job(tmp_path, """\
 out_dir = "out"
@@ -138,8 +138,8 @@ bootstrap = 0
 
 def test_pairs_without_runs_or_humans_label_only(tmp_path: Path) -> None:
     from labeler import io
-    from labeler.config import load_config
-    from labeler.pipeline import run_pipeline
+    from labeler.pipeline.config import load_config
+    from labeler.pipeline.nightly import run_pipeline
 
     pairs = pd.DataFrame({"query_id": ["1", "1"], "query": ["what is a qrel"] * 2,
                           "chunk_id": ["a", "b"],

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from labeler.errors import ConfigError
-from labeler.prompts import available_prompts, load_prompt
+from labeler.judges.prompts import available_prompts, load_prompt
 
 TEMPLATE = "# my prompt\nYou grade.\n---user---\nQ: {query}\nC: {chunk}\n"
 
@@ -101,7 +101,7 @@ def test_unknown_name_and_missing_file_are_config_errors(tmp_path: Path) -> None
 
 
 def test_description_and_narrative_reach_the_dna_style_prompt_as_delimited_data() -> None:
-    from labeler.prompts import NOT_GIVEN, Topics
+    from labeler.judges.prompts import NOT_GIVEN, Topics
 
     p = load_prompt("dna-style")
     assert p.uses("description") and p.uses("narrative") and "dna-style" in available_prompts()
@@ -126,8 +126,8 @@ def test_query_descriptions_and_narratives_flow_from_the_queries_to_the_judge(
     import pandas as pd
 
     from labeler import io
-    from labeler.labelling import label
-    from labeler.pooling import pool_pairs
+    from labeler.labelling.stage import label
+    from labeler.labelling.pooling import pool_pairs
     from labeler.testing import FakeLLMServer
 
     queries = pd.DataFrame({"query_id": ["1", "2"], "query": ["what is bm25", "rsa key"],

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from labeler import __version__, io
-from labeler.limits import cost_usd
-from labeler.provenance import judge_summary
+from labeler.labelling.limits import cost_usd
+from labeler.pipeline.provenance import judge_summary
 
 
 def _records() -> pd.DataFrame:

@@ -13,8 +13,10 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_score, recall_score
 
-from labeler import io, reconciliation
-from labeler.agreement import agreement, read_llm
+from labeler import io
+
+from labeler.reconciliation import stage as reconciliation
+from labeler.reconciliation.agreement import agreement, read_llm
 from labeler.errors import InputError
 
 SUBMISSIONS = ["Olz-gpt4o", "RMITIR-llama38b", "willia-umbrela1"]

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from labeler import io
-from labeler.agreement import agreement
+from labeler.reconciliation.agreement import agreement
 from labeler.cli import main
 
 DATA = Path(__file__).parent / "data" / "llmjudge"

@@ -191,8 +191,7 @@ def test_the_same_model_on_another_server_is_not_served_from_the_cache(tmp_path:
 
 def test_a_full_disk_under_the_cache_warns_once_and_the_labels_are_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from labeler import cache as cache_module
-
+    from labeler.labelling import cache as cache_module
     opened = cache_module.LabelCache.__init__
 
     def full_disk(self: Any, directory: Any = None) -> None:

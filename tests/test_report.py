@@ -1,4 +1,5 @@
-"""labeler.report and labeler.plots: escaping, self-containment, the agreement panel."""
+"""labeler.report.comparison and labeler.report.plots: escaping, self-containment, the agreement
+panel."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labeler import fmt, io, plots
-from labeler.comparison import compare
+from labeler import fmt, io
+
+from labeler.report import plots
+from labeler.reconciliation.comparison import compare
 from labeler.errors import InputError
-from labeler.report import as_agreement, md_escape, render_markdown, write_report
+from labeler.report.comparison import as_agreement, md_escape, render_markdown, write_report
 
 EVIL_RUN = "<script>alert(1)</script>"
 EVIL_QUERY = "q| pipe `tick` <b>"
@@ -173,8 +176,8 @@ def test_plot_labels_with_dollar_signs_render(evil) -> None:
 def sampled(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """DL 2019 slice: humans judged 6 of the 10 queries, the LLM (grade 1 promoted to 2 and
     3 demoted to 2: neither better nor worse, different) all 10; compared with --ppi."""
-    from labeler.provenance import judge_summary
-    from labeler.verdicts import StatsOptions
+    from labeler.pipeline.provenance import judge_summary
+    from labeler.statistics.verdicts import StatsOptions
 
     human_all = io.read_qrels(DATA / "human.qrels")
     llm = human_all.assign(grade=human_all["grade"].replace({1: 2, 3: 2}))

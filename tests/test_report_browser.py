@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 from labeler import io
-from labeler.comparison import compare
-from labeler.provenance import judge_summary
-from labeler.report import write_report
+from labeler.reconciliation.comparison import compare
+from labeler.pipeline.provenance import judge_summary
+from labeler.report.comparison import write_report
 
 DATA = Path(__file__).parent / "data" / "compare"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",

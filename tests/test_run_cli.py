@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 from labeler import io
 from labeler.cli import main
 from labelkit import write_job
-from labeler.rundir import hold_lock
+from labeler.pipeline.rundir import hold_lock
 from labeler.testing import FaultPlan
 
 SECRET = "sk-test-never-write-me-0123456789"
@@ -165,10 +165,10 @@ def test_a_named_key_variable_that_is_unset_stops_before_the_run(tmp_path: Path,
 
 def test_summary_strips_control_characters_from_run_tags(tmp_path: Path) -> None:
     from labeler.cli.run_cmd import summary_text
-    from labeler.drift import compute_drift
-    from labeler.labelling import LabelResult, LabelSummary
-    from labeler.pipeline import RunOutcome
-    from labeler.scoring import score
+    from labeler.pipeline.drift import compute_drift
+    from labeler.labelling.stage import LabelResult, LabelSummary
+    from labeler.pipeline.nightly import RunOutcome
+    from labeler.scoring.results import score
 
     labels = io.read_labels(Path(__file__).parent / "data" / "llmjudge" / "Olz-gpt4o.qrels")
     qrels = {"q1": {"d1": 1, "d2": 0}}

@@ -10,7 +10,7 @@ import pytest
 
 from labeler import io
 from labeler.errors import ConfigError, InputError
-from labeler.sample import annotation_sheet, propose_sample, sample_queries
+from labeler.reconciliation.sample import annotation_sheet, propose_sample, sample_queries
 
 DATA = Path(__file__).parent / "data" / "llmjudge"
 

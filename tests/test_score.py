@@ -13,7 +13,7 @@ import math
 import pandas as pd
 import pytest
 
-from labeler import scoring
+from labeler.scoring import results as scoring
 from labeler.errors import ConfigError, InputError
 
 POOL_RAG = [3, 1, 1, 0, 0]          # seed 000: human labels of chunk_17, 42, 08, 91, 33

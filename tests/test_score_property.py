@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labeler.scoring import evaluate
+from labeler.scoring.results import evaluate
 
 
 def reference_ndcg(ranked: list[tuple[str, float]], judged: dict[str, int], k: int) -> float:

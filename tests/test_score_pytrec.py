@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labeler import _arrow, io, scoring
+from labeler import _arrow, io
 
+from labeler.scoring import results as scoring
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
 KS = [1, 3, 5, 10, 20, 1000]
@@ -215,7 +216,7 @@ def test_a_chunk_ranked_twice_is_found_in_whole_rankings(monkeypatch: pytest.Mon
     # on the way: a repeat must be found wherever it falls. Queries of 5 rows, blocks of 8:
     # rows 11 and 12 share a query that lies inside the second block; rows 6 and 9 share
     # one cut by the edge between the first two blocks.
-    from labeler import _lookup
+    from labeler.scoring import lookup as _lookup
     from labeler.errors import InputError
 
     monkeypatch.setattr(_lookup, "_BLOCK", 8)

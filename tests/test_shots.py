@@ -13,11 +13,11 @@ import pytest
 from labelkit import FAST, judge_for
 
 from labeler import io
-from labeler.cache import LabelCache
+from labeler.labelling.cache import LabelCache
 from labeler.errors import ConfigError, InputError
-from labeler.labelling import label_pairs
-from labeler.prompts import load_prompt
-from labeler.shots import Shots, read_examples
+from labeler.labelling.stage import label_pairs
+from labeler.judges.prompts import load_prompt
+from labeler.judges.shots import Shots, read_examples
 from labeler.testing import FakeLLMServer
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data"
@@ -160,7 +160,7 @@ def test_label_examples_and_shots_from_the_command_line(labelled: pd.DataFrame,
 
 
 def test_a_run_config_takes_examples_relative_to_its_own_folder(tmp_path: Path) -> None:
-    from labeler.config import parse_config
+    from labeler.pipeline.config import parse_config
 
     data = {"out_dir": "out", "inputs": {"pairs": "pairs.jsonl"},
             "judge": {"model": "gpt-4o-mini", "examples": "sample/human.csv", "shots": 3}}

@@ -15,7 +15,9 @@ from scipy import stats as sps
 
 from dl19kit import lexical_slice
 
-from labeler import scoring, stats
+from labeler.scoring import results as scoring
+
+from labeler.statistics import inference as stats
 from labeler.errors import ConfigError, InputError
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ from scipy import stats as sps
 
 from dl19kit import lexical_slice
 
-from labeler.comparison import Comparison, compare
+from labeler.reconciliation.comparison import Comparison, compare
 from labeler.errors import ConfigError
-from labeler.verdicts import StatsOptions, headline, significance
+from labeler.statistics.verdicts import StatsOptions, headline, significance
 
 @pytest.fixture(scope="module")
 def labels() -> dict[str, pd.DataFrame]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from ..errors import LabelerError
+from labeler.errors import LabelerError
 
 # Sub-command modules; each defines click commands and adds them to ``main``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -60,7 +60,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except LabelerError as exc:
-            from ..redact import redact
+            from labeler.redact import redact
 
             if debug:
                 traceback.print_exc()
@@ -76,7 +76,7 @@ class _Group(click.Group):
             click.echo("labeler: interrupted", err=True)
             ctx.exit(130)
         except Exception as exc:  # anything unexpected: exit 1
-            from ..redact import redact
+            from labeler.redact import redact
 
             if debug:
                 traceback.print_exc()
@@ -121,7 +121,7 @@ def _as_flags(ctx: click.Context, exc: LabelerError) -> str:
     flags = {p.name: p.opts[0] for p in (command.params if command else [])
              if isinstance(p, click.Option) and p.name}
     if "fmt" not in flags:  # no flag to force a format: the extension is the user's way
-        from ..io._base import FORMAT_HINT
+        from labeler.io._base import FORMAT_HINT
 
         text = text.replace(FORMAT_HINT, "")
     return re.sub(r"`([a-z_]+)`", lambda m: flags.get(m.group(1), m.group(1)), text)

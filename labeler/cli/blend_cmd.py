@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from . import main
-from .options import InputFormats, format_option, read_label_sets
+from labeler.cli import main
+from labeler.cli.options import InputFormats, format_option, read_label_sets
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
@@ -31,11 +31,11 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
 def blend_cmd(llm_specs: tuple[str, ...], method: str, out: Path, qrels_out: Path | None,
               grade_map_llm: str | None, fmt: tuple[str, ...]) -> None:
     """One label set from several judges; a pair one set lacks is decided by the others."""
-    from .. import io
-    from ..blend import blend
-    from ..io.guard import check_outputs
-    from ..leaderboard import named_sets
-    from ..schema import STATUS, STATUS_OK
+    from labeler import io
+    from labeler.reconciliation.blend import blend
+    from labeler.io.guard import check_outputs
+    from labeler.reconciliation.leaderboard import named_sets
+    from labeler.schema import STATUS, STATUS_OK
 
     llm_paths = list(named_sets(list(llm_specs)).values())
     check_outputs({"--llm": llm_paths}, {"--out": out, "--qrels-out": qrels_out})

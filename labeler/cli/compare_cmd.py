@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import click
 
-from ..schema import GAINS
-from . import main
-from .options import InputFormats, echo_result, format_option, read_side
+from labeler.schema import GAINS
+from labeler.cli import main
+from labeler.cli.options import InputFormats, echo_result, format_option, read_side
 
 DEFAULT_TITLE = "Human vs LLM labels"
 
@@ -76,13 +76,14 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                 seed: int, alpha: float, ppi: bool) -> None:
     """How much NDCG and the order of the runs change between human and LLM labels, and
     which differences between runs are real under each."""
-    from .. import io
-    from ..comparison import compare  # imports scipy and the scorer: only when run
-    from ..errors import ConfigError
-    from ..io import parse_run_arg
-    from ..io.guard import check_outputs
-    from ..report import load_agreement, write_report
-    from ..verdicts import StatsOptions
+    from labeler import io
+    # imports scipy and the scorer: only when run
+    from labeler.reconciliation.comparison import compare
+    from labeler.errors import ConfigError
+    from labeler.io import parse_run_arg
+    from labeler.io.guard import check_outputs
+    from labeler.report.comparison import load_agreement, write_report
+    from labeler.statistics.verdicts import StatsOptions
 
     check_outputs({"--human": human_path, "--llm": llm_path,
                    "--run": [parse_run_arg(r)[1] for r in run_paths],
@@ -113,7 +114,7 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                      measure=measure)
     echo_result(result, as_json)
     if report_dir:
-        from ..provenance import judge_summary
+        from labeler.pipeline.provenance import judge_summary
         judge = judge_summary(io.read_labels(llm_path, formats["llm"], any_grade=True),
                               source=llm_path)
         paths = write_report(result, report_dir, agreement=agreement, title=title, judge=judge)

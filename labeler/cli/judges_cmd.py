@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import click
 
-from . import main
-from .options import InputFormats, echo_result, format_option, read_label_sets, read_side
+from labeler.cli import main
+from labeler.cli.options import InputFormats, echo_result, format_option, read_label_sets, read_side
 
 
 @main.command("judges")
@@ -46,11 +46,11 @@ def judges_cmd(human_path: str, llm_specs: tuple[str, ...], run_paths: tuple[str
 
     Every judge is measured on the pairs that all of them and the humans judged.
     """
-    from .. import io
-    from ..agreement import read_human
-    from ..io.guard import check_outputs
-    from ..judges_report import write_judges_report
-    from ..leaderboard import leaderboard, named_sets
+    from labeler import io
+    from labeler.reconciliation.agreement import read_human
+    from labeler.io.guard import check_outputs
+    from labeler.report.judges import write_judges_report
+    from labeler.reconciliation.leaderboard import leaderboard, named_sets
 
     check_outputs({"--human": human_path, "--llm": list(named_sets(list(llm_specs)).values()),
                    "--run": list(run_paths)}, dirs={"--report": report_dir})

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import ConfigError, InputError
-from . import _as_flags, main
-from .options import InputFormats, format_option, judge_options, judge_settings
+from labeler.errors import ConfigError, InputError
+from labeler.cli import _as_flags, main
+from labeler.cli.options import InputFormats, format_option, judge_options, judge_settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,12 +64,12 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
     pair), 5 batches submitted but not finished (--batch-wait; nothing written: run the same
     command again to collect them), 2 bad input, configuration, key or endpoint.
     """
-    from .. import io
-    from ..batchfile import BatchFileWritten, BatchNotReady, load_batch_prices
-    from ..io import parse_run_arg
-    from ..io.guard import check_outputs
-    from ..labelling import label
-    from ..limits import load_prices
+    from labeler import io
+    from labeler.labelling.batchfile import BatchFileWritten, BatchNotReady, load_batch_prices
+    from labeler.io import parse_run_arg
+    from labeler.io.guard import check_outputs
+    from labeler.labelling.stage import label
+    from labeler.labelling.limits import load_prices
 
     settings = judge_settings(options)
     if out is None and not settings.get("batch_file_out"):
@@ -121,8 +121,7 @@ def _failed_path(out: Path) -> Path:
 
 
 def _out_format(out: Path) -> str:
-    from .. import io
-
+    from labeler import io
     if not out.suffix:
         return "jsonl"  # no extension at all: JSONL, the default
     try:
@@ -138,8 +137,8 @@ def _out_format(out: Path) -> str:
 def _read_input(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path | None,
                 run_paths: tuple[str, ...], depth: int, formats: InputFormats
                 ) -> pd.DataFrame:
-    from .. import io
-    from ..pooling import pool_files
+    from labeler import io
+    from labeler.labelling.pooling import pool_files
 
     pooled = queries_path or corpus_path or run_paths
     if pairs_path is not None:

@@ -71,7 +71,7 @@ def _click_type(kind: Any, metadata: Iterable[Any]) -> Any:
 
 
 def _option(name: str, required: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    from ..settings import JudgeConfig
+    from labeler.settings import JudgeConfig
 
     field = JudgeConfig.model_fields[name]
     kind, _ = _bare(field.annotation)
@@ -91,7 +91,7 @@ def _option(name: str, required: bool) -> Callable[[Callable[..., Any]], Callabl
 def judge_options(*, include: Iterable[str] | None = None, exclude: Iterable[str] = (),
                   require_model: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator adding one option per judge setting (all, or ``include`` minus ``exclude``)."""
-    from ..settings import JudgeConfig
+    from labeler.settings import JudgeConfig
 
     names = [n for n in (include or JudgeConfig.model_fields) if n not in set(exclude)]
 
@@ -105,7 +105,7 @@ def judge_options(*, include: Iterable[str] | None = None, exclude: Iterable[str
 
 def judge_settings(params: dict[str, Any]) -> dict[str, Any]:
     """Pop the judge settings out of a command's keyword arguments (given ones only)."""
-    from ..settings import JudgeConfig
+    from labeler.settings import JudgeConfig
 
     return {name: params.pop(name) for name in list(params)
             if name in JudgeConfig.model_fields and params[name] is not None}
@@ -115,8 +115,8 @@ def read_side(reader: Callable[..., Any], path: Any, grade_map: str | None, flag
               fmt: str | None = None) -> Any:
     """Read one label set with its ``--grade-map-*`` flag (and a forced format); a grade
     error's hint names that flag (the library's hint names the generic `grade_map` setting)."""
-    from .. import io
-    from ..errors import InputError
+    from labeler import io
+    from labeler.errors import InputError
 
     try:
         return reader(path, grade_map=io.parse_grade_map(grade_map), fmt=fmt)
@@ -131,8 +131,8 @@ def read_label_sets(specs: tuple[str, ...], grade_map: str | None, fmt: str | No
                     ) -> dict[str, Any]:
     """``[NAME=]PATH`` specs → {name: label records}, each read with ``--grade-map-llm`` (and
     the format ``fmt`` forces): the judges of ``labeler judges`` and ``labeler blend``."""
-    from ..agreement import read_llm
-    from ..leaderboard import named_sets
+    from labeler.reconciliation.agreement import read_llm
+    from labeler.reconciliation.leaderboard import named_sets
 
     return {name: read_side(read_llm, path, grade_map, "--grade-map-llm", fmt)
             for name, path in named_sets(list(specs)).items()}
@@ -193,7 +193,7 @@ class InputFormats:
 
     def __init__(self, values: Sequence[str], paths: Mapping[str, Any], *,
                  flag: str = "--format") -> None:
-        from ..errors import ConfigError
+        from labeler.errors import ConfigError
 
         self.flag = flag
         self._paths = {name: _path_list(value) for name, value in paths.items()}
@@ -240,14 +240,14 @@ class InputFormats:
         return self
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        from ..errors import InputError
+        from labeler.errors import InputError
 
         if not isinstance(exc, InputError) or exc.path is None:
             return
         at = str(Path(exc.path))
         name = next((n for n, ps in self._paths.items() if at in ps), None)
         if name is None:   # a file the flag does not reach (few-shot examples): no hint
-            from ..io._base import FORMAT_HINT
+            from labeler.io._base import FORMAT_HINT
 
             if FORMAT_HINT in exc.message:
                 raise InputError(exc.message.replace(FORMAT_HINT, ""), path=exc.path,
@@ -263,7 +263,7 @@ class InputFormats:
 
 def _path_list(value: Any) -> list[str]:
     """Paths (``NAME=PATH`` run specs resolved) as the strings an error message carries."""
-    from ..io import parse_run_arg
+    from labeler.io import parse_run_arg
 
     if value is None:
         return []

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
-from . import main
-from .options import FILE as _FILE
-from .options import InputFormats, format_option
+from labeler.cli import main
+from labeler.cli.options import FILE as _FILE
+from labeler.cli.options import InputFormats, format_option
 
 
 @main.command("pool")
@@ -34,8 +34,8 @@ from .options import InputFormats, format_option
 def pool_command(queries_path: Path, corpus_path: Path, run_paths: tuple[str, ...],
                  depth: int, fmt: tuple[str, ...], out: Path) -> None:
     """Pool the top K of each run per query into pairs with texts (how TREC builds pools)."""
-    from .. import io
-    from ..pooling import pool_files
+    from labeler import io
+    from labeler.labelling.pooling import pool_files
 
     with InputFormats(fmt, {"queries": queries_path, "corpus": corpus_path,
                             "run": list(run_paths)}) as formats:

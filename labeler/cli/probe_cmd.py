@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from . import main
-from .options import echo_result, judge_options, judge_settings
+from labeler.cli import main
+from labeler.cli.options import echo_result, judge_options, judge_settings
 
 
 @main.command("probe")
@@ -31,8 +31,8 @@ def probe_cmd(n_pairs: int, seed: int, cache_dir: Path | None, no_cache: bool, a
               **options: Any) -> None:
     """Judge real sample pairs and adversarial twins of them (query words stuffed in, a note
     asking for grade 3, a fake JSON answer); report how often and how much grades rise."""
-    from ..io.guard import check_outputs
-    from ..probe import probe
+    from labeler.io.guard import check_outputs
+    from labeler.judges.probe import probe
 
     check_outputs({}, dirs={"--cache-dir": cache_dir})
     result = probe(n=n_pairs, seed=seed, cache_dir=cache_dir, no_cache=no_cache,

@@ -15,9 +15,9 @@ from typing import Any
 
 import click
 
-from ..errors import ConfigError
-from . import main
-from .options import InputFormats, format_option, read_side
+from labeler.errors import ConfigError
+from labeler.cli import main
+from labeler.cli.options import InputFormats, format_option, read_side
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
@@ -70,11 +70,11 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
                       fmt: tuple[str, ...], seed: int, bootstrap: int, bootstrap_unit: str,
                       as_json: bool) -> None:
     """How far LLM labels agree with human labels, and the merged label set."""
-    from .. import io
-    from ..agreement import read_human, read_llm
-    from ..calibrate import Calibration
-    from ..io.guard import check_outputs
-    from ..reconciliation import reconcile
+    from labeler import io
+    from labeler.reconciliation.agreement import read_human, read_llm
+    from labeler.reconciliation.calibrate import Calibration
+    from labeler.io.guard import check_outputs
+    from labeler.reconciliation.stage import reconcile
 
     check_outputs({"--llm": llm_path, "--human": human_path, "--pairs": pairs_path,
                    "--queries": queries_path, "--corpus": corpus_path,
@@ -100,7 +100,7 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
                         unit=bootstrap_unit, audit=audit is not None,  # type: ignore[arg-type]
                         min_gap=min_gap, pairs=texts)
     if rec.agreement is None:
-        from ..agreement import joined
+        from labeler.reconciliation.agreement import joined
 
         joined(llm=llm, human=human)  # raises the error that says why nothing overlaps
     data: dict[str, Any] = {**rec.to_dict(), "llm": str(llm_path), "human": str(human_path)}
@@ -145,15 +145,14 @@ def _texts(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path
         raise ConfigError("give the texts as --pairs, or as --queries and --corpus, not both")
     if queries_path is None and corpus_path is None:
         if pairs_path is not None and keys is not None and formats["pairs"]:
-            from .. import io
-
+            from labeler import io
             return io.read_pairs(pairs_path, formats["pairs"])
         return pairs_path
     if queries_path is None or corpus_path is None:
         raise ConfigError("--queries and --corpus go together (query and chunk texts)")
     if keys is None:
         return None
-    from ..pooling import with_texts
+    from labeler.labelling.pooling import with_texts
 
     return with_texts(keys[["query_id", "chunk_id"]].drop_duplicates(), queries_path,
                       corpus_path, queries_fmt=formats["queries"],
@@ -204,10 +203,10 @@ def sample_command(labels_path: Path, n: int, unit: str, out: Path, human_path: 
                    show_llm_grade: bool) -> None:
     """Which pairs a human should label next (stratified by LLM grade and query, or whole
     random queries)."""
-    from .. import io
-    from ..agreement import read_human, read_llm
-    from ..io.guard import check_outputs
-    from ..sample import annotation_sheet, propose_sample, sample_queries
+    from labeler import io
+    from labeler.reconciliation.agreement import read_human, read_llm
+    from labeler.io.guard import check_outputs
+    from labeler.reconciliation.sample import annotation_sheet, propose_sample, sample_queries
 
     check_outputs({"--labels": labels_path, "--human": human_path, "--pairs": pairs_path,
                    "--queries": queries_path, "--corpus": corpus_path}, {"--out": out})

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import DriftError
-from . import _as_flags, main
+from labeler.errors import DriftError
+from labeler.cli import _as_flags, main
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..pipeline import RunOutcome
+    from labeler.pipeline.config import Config
+    from labeler.pipeline.nightly import RunOutcome
 
 _LEVELS = ("debug", "info", "warning", "error")
 
@@ -29,7 +29,7 @@ _LEVELS = ("debug", "info", "warning", "error")
 @contextlib.contextmanager
 def _stderr_logging(level: str) -> Iterator[None]:
     logger = logging.getLogger("labeler")
-    from ..redact import RedactingFilter
+    from labeler.redact import RedactingFilter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RedactingFilter())
@@ -58,8 +58,8 @@ def summary_text(outcome: RunOutcome) -> str:
     """The short summary both commands print: labels, agreement, runs × human/llm/delta.
 
     Run tags come from the input files: control characters are stripped from every line."""
-    from ..fmt import num as fmt_num
-    from ..report import plain
+    from labeler.fmt import num as fmt_num
+    from labeler.report.comparison import plain
 
     lines = [f"run {outcome.run_dir.name}: " + outcome.labels.summary.render()]
     a = outcome.agreement
@@ -109,9 +109,9 @@ def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> Non
 @contextlib.contextmanager
 def _format_keys(cfg: Config) -> Iterator[None]:
     """A library hint to give a file's format names the config key that does it."""
-    from ..errors import InputError
-    from ..io import parse_run_arg
-    from ..io._base import FORMAT_HINT
+    from labeler.errors import InputError
+    from labeler.io import parse_run_arg
+    from labeler.io._base import FORMAT_HINT
 
     keys = {str(Path(getattr(cfg.inputs, name))): f"format = {{{name} = FORMAT}} in [inputs]"
             for name in ("pairs", "queries", "corpus") if getattr(cfg.inputs, name)}
@@ -153,9 +153,10 @@ def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_
     2 bad config or another run holds the lock, 3 some pairs failed, 4 drift (with
     --fail-on-drift), 5 batches still running (judge.batch_wait; run it again to collect).
     """
-    from ..batchfile import BatchFileWritten, BatchNotReady
-    from ..config import load_config
-    from ..pipeline import check_run, run_pipeline
+    from labeler.labelling.batchfile import BatchFileWritten, BatchNotReady
+    from labeler.pipeline.config import load_config
+    from labeler.pipeline.check import check_run
+    from labeler.pipeline.nightly import run_pipeline
 
     cfg = load_config(config)
     updates: dict[str, Any] = {}
@@ -165,7 +166,7 @@ def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_
         updates["drift"] = cfg.drift.model_copy(update={"max_ndcg_delta": drift_threshold})
     cfg = cfg.model_copy(update=updates)
     if check:
-        from ..runcheck import check_config
+        from labeler.pipeline.check import check_config
 
         checked = check_run(cfg)                  # inputs, outputs, lock, judge settings
         with _format_keys(cfg):
@@ -202,8 +203,8 @@ def demo_command(ctx: click.Context, out_dir: Path, model: str, base_url: str | 
     Pools the top 20 of three runs, labels the pairs (lexical baseline judge unless --model),
     reconciles with the NIST human labels, scores and compares, and writes the report.
     """
-    from ..demo import run_demo
-    from ..io.guard import check_outputs
+    from labeler.demo import run_demo
+    from labeler.io.guard import check_outputs
 
     check_outputs({}, dirs={"--out": out_dir})
     with _stderr_logging(log_level):

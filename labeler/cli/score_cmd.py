@@ -1,5 +1,5 @@
 """`labeler score`: NDCG@k and other measures per query and per run, a thin shell over
-:func:`labeler.scoring.evaluate_files`.
+:func:`labeler.scoring.results.evaluate_files`.
 
 Usage::
 
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..schema import GAINS, IDEALS
-from . import main
-from .options import InputFormats, format_option
+from labeler.schema import GAINS, IDEALS
+from labeler.cli import main
+from labeler.cli.options import InputFormats, format_option
 
 if TYPE_CHECKING:
-    from ..scoring import ScoreResult
+    from labeler.scoring.results import ScoreResult
 
 
 @main.command("score")
@@ -64,11 +64,11 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
                   grade_map: str | None, per_query: bool, out: str | None) -> None:
     """NDCG@k (and any --measure) of each run against the qrels: mean, median, queries,
     judged share."""
-    from .. import io
-    from ..errors import ConfigError
-    from ..io import parse_run_arg
-    from ..io.guard import check_outputs
-    from ..scoring import evaluate_files
+    from labeler import io
+    from labeler.errors import ConfigError
+    from labeler.io import parse_run_arg
+    from labeler.io.guard import check_outputs
+    from labeler.scoring.results import evaluate_files
 
     check_outputs({"--qrels": qrels, "--run": [parse_run_arg(r)[1] for r in runs]},
                   {"--out": out})
@@ -89,7 +89,7 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
             click.echo(json.dumps(payload, ensure_ascii=False, allow_nan=False))
             return
     if as_trec:
-        from ..trec_text import trec_eval_text
+        from labeler.report.trec_text import trec_eval_text
 
         click.echo(trec_eval_text(result, per_query, with_k=bool(ks) or not measures),
                    nl=False)
@@ -100,8 +100,8 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
 def _print_table(result: ScoreResult, per_query: bool) -> None:
     from rich.table import Table
 
-    from ..fmt import num
-    from .tables import cell, make_console
+    from labeler.fmt import num
+    from labeler.cli.tables import cell, make_console
 
     console = make_console()
     table = Table(title="NDCG@k", title_justify="left")
@@ -136,8 +136,8 @@ def _print_table(result: ScoreResult, per_query: bool) -> None:
 def _print_per_query(console: Any, result: ScoreResult) -> None:
     from rich.table import Table
 
-    from ..fmt import num
-    from .tables import cell
+    from labeler.fmt import num
+    from labeler.cli.tables import cell
 
     pq = result.per_query.dropna(subset=["ndcg"])
     detail = Table(title="NDCG@k per query", title_justify="left")

@@ -14,14 +14,14 @@ Usage::
 
 from __future__ import annotations
 
-from ._base import (TABLE_FORMATS, GradeMap, Locator, PathLike, detect_format,
-                    parse_grade_map, parse_grades, read_table)
-from .readers import (RunSpec, as_qrels, as_run, parse_run_arg, read_corpus, read_labels,
-                      read_pairs, read_qrels, read_queries, read_run, read_runs, rename_aliases,
-                      run_stem)
-from .edges import PairsLike, as_corpus, as_labels, as_pairs, as_queries, as_runs
-from .writers import (atomic_path, write_json, write_labels, write_qrels, write_run, write_table,
-                      write_text)
+from labeler.io._base import (TABLE_FORMATS, GradeMap, Locator, PathLike, detect_format,
+                               parse_grade_map, parse_grades, read_table)
+from labeler.io.readers import (RunSpec, as_qrels, as_run, parse_run_arg, read_corpus, read_labels,
+                                read_pairs, read_qrels, read_queries, read_run, read_runs,
+                                rename_aliases, run_stem)
+from labeler.io.edges import PairsLike, as_corpus, as_labels, as_pairs, as_queries, as_runs
+from labeler.io.writers import (atomic_path, write_json, write_labels, write_qrels, write_run,
+                                write_table, write_text)
 
 __all__ = [
     "TABLE_FORMATS", "GradeMap", "Locator", "PairsLike", "PathLike", "RunSpec", "as_corpus",

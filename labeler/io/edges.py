@@ -21,12 +21,12 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..schema import (CHUNK, CHUNK_ID, CORPUS_COLUMNS, KEYS, PAIR_COLUMNS, QUERY, QUERY_COLUMNS,
-                      QUERY_ID, STATUS, STATUS_FAILED, STATUS_OK, SYSTEM)
-from ._base import GradeMap, Locator, _as_id, _as_text, _require_columns, parse_grades
-from .readers import (_check_consistent, _rows, as_qrels, as_run, read_corpus, read_labels,
-                      read_pairs, read_queries, read_runs)
+from labeler.errors import InputError
+from labeler.schema import (CHUNK, CHUNK_ID, CORPUS_COLUMNS, KEYS, PAIR_COLUMNS, QUERY,
+                            QUERY_COLUMNS, QUERY_ID, STATUS, STATUS_FAILED, STATUS_OK, SYSTEM)
+from labeler.io._base import GradeMap, Locator, _as_id, _as_text, _require_columns, parse_grades
+from labeler.io.readers import (_check_consistent, _rows, as_qrels, as_run, read_corpus,
+                                read_labels, read_pairs, read_queries, read_runs)
 
 __all__ = ["as_corpus", "as_labels", "as_pairs", "as_qrels", "as_queries", "as_runs"]
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import ConfigError, InputError
+from labeler.errors import ConfigError, InputError
 
 PathArg = str | os.PathLike[str] | None
 
@@ -30,7 +30,7 @@ def _same(a: Path, b: Path) -> bool:
 
 def _input_path(value: str | os.PathLike[str]) -> Path:
     """An input's file: ``NAME=PATH`` (a named run) is PATH, as the readers take it."""
-    from .readers import parse_run_arg
+    from labeler.io.readers import parse_run_arg
 
     try:
         return Path(parse_run_arg(value)[1])

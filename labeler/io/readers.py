@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..schema import (CORPUS_COLUMNS, GRADES, PAIR_COLUMNS, QRELS_COLUMNS, QUERY_COLUMNS,
-                      STATUS, STATUSES, STATUS_OK)
-from ._base import (COMPRESSED, GradeMap, Locator, PathLike, _as_id, _as_text, _check_exists,
-                    _require_columns, detect_format, parse_grades, read_table)
-from .trec import (_may_repeat, _read_trec, _read_trec_fast, _run_check,
-                   _trec_lines, _trec_locate_bad, sniff_trec)
+from labeler.errors import InputError
+from labeler.schema import (CORPUS_COLUMNS, GRADES, PAIR_COLUMNS, QRELS_COLUMNS, QUERY_COLUMNS,
+                            STATUS, STATUSES, STATUS_OK)
+from labeler.io._base import (COMPRESSED, GradeMap, Locator, PathLike, _as_id, _as_text,
+                              _check_exists, _require_columns, detect_format, parse_grades,
+                              read_table)
+from labeler.io.lines import _run_check, sniff_trec
+from labeler.io.trec import _may_repeat, _read_trec, _read_trec_fast, _trec_lines, _trec_locate_bad
 
 # --------------------------------------------------------------------------- readers
 

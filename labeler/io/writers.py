@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..schema import LABEL_COLUMNS
-from ._base import PathLike, detect_format
+from labeler.errors import InputError
+from labeler.schema import LABEL_COLUMNS
+from labeler.io._base import PathLike, detect_format
 
 # --------------------------------------------------------------------------- writers
 

@@ -4,7 +4,7 @@ A judge turns one (query, chunk) pair into a :class:`Verdict`. It raises
 :class:`RetryableError` (or a retryable :class:`~labeler.errors.JudgeError`) for what is
 worth asking again, a non-retryable ``JudgeError`` for a pair that cannot be judged, and
 :class:`~labeler.errors.EndpointError` for what stops the whole job (bad key, bad model).
-The stage (:mod:`labeler.labelling`) owns retries, caching, concurrency and rate limits.
+The stage (:mod:`labeler.labelling.stage`) owns retries, caching, concurrency and rate limits.
 
 Usage::
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import JudgeError
+from labeler.errors import JudgeError
 
 LEXICAL_MODEL = "lexical-baseline"
 

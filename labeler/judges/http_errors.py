@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import openai
 
-from ..errors import EndpointError, JudgeError
-from ..redact import redact
-from .base import RetryableError
-from .structured import retry_after_seconds
+from labeler.errors import EndpointError, JudgeError
+from labeler.redact import redact
+from labeler.judges.base import RetryableError
+from labeler.judges.structured import retry_after_seconds
 
 PAIR_SPECIFIC = ("context_length", "maximum context length", "content_filter",
                  "content management policy", "too many tokens", "prompt is too long")

@@ -27,11 +27,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import ConfigError
-from ..io._base import _require_columns as require_columns
-from ..schema import PAIR_COLUMNS
-from ..schema import Judgement
-from .base import LEXICAL_MODEL, Verdict
+from labeler.errors import ConfigError
+from labeler.io._base import _require_columns as require_columns
+from labeler.schema import PAIR_COLUMNS
+from labeler.schema import Judgement
+from labeler.judges.base import LEXICAL_MODEL, Verdict
 
 THRESHOLDS: tuple[float, float, float] = (0.35, 0.55, 0.70)
 """Lower bounds of the overlap for grades 1, 2 and 3."""

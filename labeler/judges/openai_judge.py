@@ -27,20 +27,20 @@ from typing import Any, Literal
 
 import openai
 
-from ..cache import cache_key
-from ..errors import ConfigError, EndpointError, JudgeError
-from ..prompts import Prompt, load_prompt
-from ..redact import redact
-from .base import RetryableError, Verdict
-from .http_errors import NoAnswer, cause_of, convert_error, fatal_error, pair_specific
-from .parse import (
+from labeler.labelling.cache import cache_key
+from labeler.errors import ConfigError, EndpointError, JudgeError
+from labeler.judges.prompts import Prompt, load_prompt
+from labeler.redact import redact
+from labeler.judges.base import RetryableError, Verdict
+from labeler.judges.http_errors import NoAnswer, cause_of, convert_error, fatal_error, pair_specific
+from labeler.judges.parse import (
     billed,
     checked_expected_grade,
     parse_answer,
     read_completion,
     tokens_of,
 )
-from .structured import (
+from labeler.judges.structured import (
     MODES,
     SCHEMA_HINT,
     SERVERS,

@@ -28,9 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import JudgeError
-from ..schema import GRADES, Judgement
-from .base import RetryableError
+from labeler.errors import JudgeError
+from labeler.schema import GRADES, Judgement
+from labeler.judges.base import RetryableError
 
 GRADE_KEYS = ("grade", "score", "relevance", "relevance_score", "relevance_grade", "rating",
               "final_score", "label")

@@ -28,7 +28,7 @@ import time
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from ..schema import GRADES, Judgement
+from labeler.schema import GRADES, Judgement
 
 Mode = Literal["json_schema", "json_object", "text"]
 MODES: tuple[Mode, ...] = ("json_schema", "json_object", "text")

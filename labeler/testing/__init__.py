@@ -19,10 +19,10 @@ Usage::
 
 from __future__ import annotations
 
-from .behaviour import (ANSWER_STYLES, BAD_BODIES, FAULTS, MALFORMED_ANSWER, REFUSALS,
-                        SCHEMA_FIELDS, STRUCTURED_MODES, FaultPlan, error_body, messages_text,
-                        render_answer)
-from .server import FakeLLMServer
+from labeler.testing.behaviour import (ANSWER_STYLES, BAD_BODIES, FAULTS, MALFORMED_ANSWER,
+                                        REFUSALS, SCHEMA_FIELDS, STRUCTURED_MODES, FaultPlan,
+                                        error_body, messages_text, render_answer)
+from labeler.testing.server import FakeLLMServer
 
 __all__ = ["ANSWER_STYLES", "BAD_BODIES", "FAULTS", "MALFORMED_ANSWER", "REFUSALS",
            "SCHEMA_FIELDS", "STRUCTURED_MODES", "FakeLLMServer", "FaultPlan", "error_body",

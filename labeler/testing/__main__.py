@@ -12,9 +12,9 @@ import asyncio
 import sys
 import threading
 
-from .app import serve_app
-from .behaviour import ANSWER_STYLES, STRUCTURED_MODES, Behaviour, FaultPlan
-from .state import ServerState
+from labeler.testing.app import serve_app
+from labeler.testing.behaviour import ANSWER_STYLES, STRUCTURED_MODES, Behaviour, FaultPlan
+from labeler.testing.state import ServerState
 
 
 def serve_forever(args: argparse.Namespace) -> None:

@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from .behaviour import (
+from labeler.testing.behaviour import (
     DEFAULT_MODEL,
     MALFORMED_ANSWER,
     REFUSALS,
@@ -22,7 +22,7 @@ from .behaviour import (
     render_answer,
     seeded_rng,
 )
-from .state import ServerState
+from labeler.testing.state import ServerState
 
 ECHOED_SCHEMA = json.dumps({"type": "object", "properties": {
     "grade": {"type": "integer", "enum": [0, 1, 2, 3]}, "rationale": {"type": "string"}},

@@ -18,11 +18,11 @@ import socket
 import time
 from typing import Any
 
-from ..errors import ConfigError
-from .answers import Outcome, decide, error
-from .batch import add_batch_routes
-from .behaviour import DEFAULT_MODEL, OWNED_BY, error_body, question_text
-from .state import ServerState
+from labeler.errors import ConfigError
+from labeler.testing.answers import Outcome, decide, error
+from labeler.testing.batch import add_batch_routes
+from labeler.testing.behaviour import DEFAULT_MODEL, OWNED_BY, error_body, question_text
+from labeler.testing.state import ServerState
 
 EXTRA_ROUTES: tuple[str, ...] = ()
 """Modules adding endpoints to the fake server (``add_routes(app, state)``)."""

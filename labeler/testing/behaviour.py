@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..errors import ConfigError
+from labeler.errors import ConfigError
 
 ANSWER_STYLES = ("json", "plain", "grade_colon", "final_score", "fenced", "verbose")
 STRUCTURED_MODES = ("json_schema", "reject_json_schema_400", "reject_json_schema_500",

@@ -1,0 +1,150 @@
+"""Pooling: the pairs to judge are the union of each run's top ``depth`` (how TREC builds
+test sets).
+
+Each run is ranked the trec_eval way (score descending, then chunk id descending) before
+its top ``depth`` per query is taken. Pairs come out grouped by query (in the order the
+queries first appear in the runs), then by their best rank in any run, then chunk id.
+
+Usage::
+
+    from labeler import io
+    from labeler.labelling.pooling import pool_pairs
+    pairs = pool_pairs(io.read_queries("q.tsv"), io.read_corpus("corpus.jsonl"),
+                       io.read_runs(["bm25.run", "dense.run"]), depth=10)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from labeler import io
+from labeler.errors import ConfigError, InputError
+from labeler.io.readers import RunSpec
+
+
+def pool_pairs(queries: pd.DataFrame, corpus: pd.DataFrame, runs: pd.DataFrame, depth: int,
+               *, run_paths: Mapping[str, str | os.PathLike[str]] | None = None
+               ) -> pd.DataFrame:
+    """Pairs ``query_id, query, chunk_id, chunk`` pooled from the top ``depth`` of each run.
+
+    ``run_paths`` maps a run tag (``system``) to its file, to name it in error messages.
+    A query or chunk of a pooled pair missing from ``queries``/``corpus`` is an InputError.
+    """
+    if depth < 1:
+        raise ConfigError(f"`depth` must be at least 1, got {depth}", setting="depth")
+    queries, corpus, runs = io.as_queries(queries), io.as_corpus(corpus), io.as_runs(runs)
+    if runs.empty:
+        raise InputError("there are no runs to pool from")
+    run = runs[["query_id", "chunk_id", "score"]].astype({"query_id": str, "chunk_id": str})
+    run["system"] = runs["system"].astype(str) if "system" in runs.columns else "run"
+    run["order"] = range(len(run))
+    ranked = run.sort_values(["system", "query_id", "score", "chunk_id"],
+                             ascending=[True, True, False, False], kind="stable")
+    ranked["rank"] = ranked.groupby(["system", "query_id"], sort=False).cumcount() + 1
+    top = ranked.loc[ranked["rank"] <= depth]
+
+    texts_q = dict(zip(queries["query_id"].astype(str), queries["query"].astype(str)))
+    texts_c = dict(zip(corpus["chunk_id"].astype(str), corpus["chunk"].astype(str)))
+    _check_known(top, "query_id", texts_q, "queries", run_paths)
+    _check_known(top, "chunk_id", texts_c, "corpus", run_paths)
+
+    first_seen = run.groupby("query_id", sort=False)["order"].min()
+    pooled = (top.groupby(["query_id", "chunk_id"], sort=False)["rank"].min()
+              .reset_index())
+    pooled["q_order"] = pooled["query_id"].map(first_seen)
+    pooled = pooled.sort_values(["q_order", "rank", "chunk_id"], kind="stable")
+    out = pd.DataFrame({
+        "query_id": pooled["query_id"].to_numpy(),
+        "query": pooled["query_id"].map(texts_q).to_numpy(),
+        "chunk_id": pooled["chunk_id"].to_numpy(),
+        "chunk": pooled["chunk_id"].map(texts_c).to_numpy(),
+    })
+    for col in ("description", "narrative"):  # TREC topic fields, for prompts that use them
+        if col in queries.columns:
+            field = dict(zip(queries["query_id"].astype(str), queries[col]))
+            out[col] = out["query_id"].map(field).to_numpy()
+    return out
+
+
+def _check_known(top: pd.DataFrame, col: str, known: Mapping[str, str], what: str,
+                 run_paths: Mapping[str, str | os.PathLike[str]] | None) -> None:
+    unknown = ~top[col].isin(known.keys())
+    if not unknown.any():
+        return
+    row = top.loc[unknown].sort_values("order").iloc[0]
+    system = str(row["system"])
+    path = (run_paths or {}).get(system, f"run {system!r}")
+    n = int(top.loc[unknown, col].nunique())
+    more = f" ({n - 1} more such ids)" if n > 1 else ""
+    which = (f"query {row[col]!r}" if col == "query_id"
+             else f"chunk {row[col]!r} (query {row['query_id']!r})")
+    raise InputError(f"{which} is ranked in the run but missing from the {what} file{more}",
+                     path=path)
+
+
+def pool(queries: Any, corpus: Any, runs: Any, *, depth: int = 10) -> pd.DataFrame:
+    """The pairs to judge: the union of each run's top ``depth`` per query, with texts.
+
+    ``queries``/``corpus``/``runs`` may be paths, DataFrames, records or dicts.
+
+    Usage: ``pairs = labeler.pool("queries.tsv", "corpus.jsonl", ["a.run", "b.run"], depth=10)``
+    """
+    return pool_pairs(io.as_queries(queries), io.as_corpus(corpus), io.as_runs(runs), depth)
+
+
+def pool_files(queries: str | os.PathLike[str], corpus: str | os.PathLike[str],
+               runs: Sequence[RunSpec], *, depth: int, fmt: str | None = None,
+               queries_fmt: str | None = None, corpus_fmt: str | None = None
+               ) -> pd.DataFrame:
+    """:func:`pool_pairs` on files, as ``labeler pool`` and ``labeler label`` read them: each
+    run is ``PATH`` or ``NAME=PATH`` (named runs); an error names the run's file. ``fmt``
+    forces the runs' format, ``queries_fmt``/``corpus_fmt`` that of the texts.
+
+    Usage: ``pairs = pool_files("q.tsv", "corpus.jsonl", ["bm25=a.run", "b.run"], depth=10)``
+    """
+    if not runs:
+        raise ConfigError("give at least one run to pool from")
+    frames: list[pd.DataFrame] = []
+    paths: dict[str, str] = {}
+    for spec in runs:
+        name, path = io.parse_run_arg(spec)
+        frame = io.read_run(path, fmt, name=name)
+        for tag in frame["system"].unique():
+            if tag in paths:
+                raise InputError(f"run name {tag!r} is used by {paths[tag]} too; name each "
+                                 f"run as NAME=PATH, e.g. other={path}", path=path)
+            paths[str(tag)] = str(path)
+        frames.append(frame)
+    return pool_pairs(io.read_queries(queries, queries_fmt), io.read_corpus(corpus, corpus_fmt),
+                      pd.concat(frames, ignore_index=True), depth, run_paths=paths)
+
+
+def with_texts(keys: pd.DataFrame, queries: Any = None, corpus: Any = None, *,
+               queries_fmt: str | None = None, corpus_fmt: str | None = None) -> pd.DataFrame:
+    """``keys`` (``query_id, chunk_id``, other columns kept) with ``query``/``chunk`` texts
+    from ``queries``/``corpus`` (paths or frames; ``queries_fmt``/``corpus_fmt`` force a
+    file's format); an id either lacks is an InputError that counts them, so that no sheet
+    goes out with holes.
+
+    Usage: ``sheet = with_texts(sample, "queries.tsv", "corpus.jsonl")``
+    """
+    out = keys
+    for source, id_col, text_col, what in ((queries, "query_id", "query", "queries"),
+                                           (corpus, "chunk_id", "chunk", "corpus")):
+        if source is None:
+            continue
+        table = (io.as_queries(source, fmt=queries_fmt) if what == "queries"
+                 else io.as_corpus(source, fmt=corpus_fmt))
+        texts = dict(zip(table[id_col].astype(str), table[text_col].astype(str)))
+        ids = out[id_col].astype(str)
+        missing = sorted(set(ids) - texts.keys())
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise InputError(f"{id_col} {missing[0]!r}{more} missing from the {what} file",
+                             path=source if isinstance(source, (str, os.PathLike)) else None)
+        out = out.assign(**{text_col: ids.map(texts).to_numpy()})
+    return out

@@ -1,0 +1,24 @@
+"""The nightly job (``labeler run``): its config, run directories, drift, provenance, checks.
+
+Usage::
+
+    from labeler.pipeline import load_config, run_pipeline
+    run_pipeline(load_config("labeler.toml"))
+"""
+
+from __future__ import annotations
+
+from labeler._lazy import lazy_names
+
+_NAMES = {
+    "Config": "config",
+    "load_config": "config",
+    "parse_config": "config",
+    "run_pipeline": "nightly",
+    "RunOutcome": "nightly",
+    "check_config": "check",
+    "compute_drift": "drift",
+}
+__all__ = ["Config", "RunOutcome", "check_config", "compute_drift", "load_config", "parse_config",
+           "run_pipeline"]
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -1,0 +1,295 @@
+"""The ``labeler run`` configuration: one TOML file, validated by pydantic.
+
+Relative paths are resolved against the directory of the config file; unknown keys are
+refused; every error names the key's path (``judge.concurrency: Input should be greater
+than 0``). The API key is never in the file: ``judge.api_key_env`` names the environment
+variable that holds it.
+
+Usage::
+
+    from labeler.pipeline.config import load_config
+    cfg = load_config("nightly.toml")
+    cfg.judge.model, cfg.inputs.runs, cfg.k
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
+
+from labeler.errors import ConfigError
+from labeler.settings import JudgeConfig
+
+if TYPE_CHECKING:
+    from labeler.statistics.verdicts import StatsOptions
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["Config", "DriftConfig", "HumanConfig", "InputsConfig", "JudgeConfig", "PriceConfig",
+           "config_hash", "load_config", "parse_config"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+InputFormat = Literal["csv", "jsonl", "parquet", "tsv", "trec"]
+_FITS = {"pairs": ("csv", "jsonl", "parquet"), "queries": ("csv", "jsonl", "parquet", "tsv"),
+         "corpus": ("csv", "jsonl", "parquet", "tsv"), "runs": ("csv", "jsonl", "parquet", "trec")}
+
+
+class InputsConfig(_Section):
+    """What to label: a pairs file, or queries + corpus + runs pooled to ``depth``.
+
+    ``runs`` (paths, glob patterns or ``NAME=PATH``) are also what gets scored; they may
+    accompany ``pairs``. ``format`` forces a file's format where its extension and content do
+    not say (``{queries = "tsv"}``).
+    """
+
+    pairs: Path | None = None
+    queries: Path | None = None
+    corpus: Path | None = None
+    runs: list[str] = Field(default_factory=list)
+    depth: int = Field(default=10, gt=0, description="pool the top `depth` of each run")
+    format: dict[Literal["pairs", "queries", "corpus", "runs"], InputFormat] = Field(
+        default_factory=dict, description='force an input\'s format, e.g. {queries = "tsv"}')
+
+    @field_validator("runs", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _pairs_or_pool(self) -> InputsConfig:
+        for name, fmt in self.format.items():
+            if fmt not in _FITS[name]:
+                raise ValueError(f"format: {name} cannot be {fmt} (use "
+                                 f"{', '.join(_FITS[name])})")
+        pooling = [name for name in ("queries", "corpus") if getattr(self, name) is not None]
+        if self.pairs is not None and pooling:
+            raise ValueError("give either `pairs` or `queries` + `corpus` + `runs`, not both")
+        if self.pairs is None:
+            missing = [name for name in ("queries", "corpus") if getattr(self, name) is None]
+            if not self.runs:
+                missing.append("runs")
+            if missing:
+                raise ValueError("give `pairs`, or `queries`, `corpus` and `runs` to pool "
+                                 f"from (missing: {', '.join(missing)})")
+        return self
+
+
+class HumanConfig(_Section):
+    """An optional human sample: agreement, merged labels, human-vs-LLM comparison."""
+
+    qrels: Path
+    format: Literal["csv", "jsonl", "parquet", "trec"] | None = Field(
+        default=None, description="force the qrels file's format")
+    calibrate: bool = False
+    calibration_method: Literal["thresholds", "distribution", "ordinal", "isotonic"] = (
+        "thresholds")
+    bootstrap: int = Field(default=1000, ge=0,
+                           description="resamples for the agreement CIs (0: none)")
+    bootstrap_unit: Literal["pair", "query"] = Field(
+        default="pair", description="resample pairs, or whole queries (wider, more honest)")
+    grade_map: dict[str, int] | None = Field(
+        default=None, description='map raw human grades, e.g. {"-1" = 0, "4" = 3}')
+
+
+class DriftConfig(_Section):
+    """When a run counts as drifted from the previous one in the same output directory."""
+
+    max_changed_share: float = Field(
+        default=0.05, ge=0, le=1,
+        description="share of pairs judged in both runs whose LLM grade changed")
+    max_ndcg_delta: float = Field(
+        default=0.02, ge=0, description="largest |change| of a run's mean NDCG@k (LLM labels)")
+
+
+class StatisticsConfig(_Section):
+    """How differences between runs are tested: in the comparison, its report and drift."""
+
+    test: Literal["t", "randomization"] = Field(
+        default="t", description="paired test over queries: Student's t, or the sign-flip "
+                                 "randomization test")
+    alpha: float = Field(default=0.05, gt=0, lt=1,
+                         description="significance level, after Holm's correction over pairs")
+    permutations: int = Field(default=10_000, ge=1,
+                              description="random sign flips of the randomization test")
+    seed: int = Field(default=0, description="random seed of the randomization test")
+    ppi: bool = Field(default=False,
+                      description="prediction-powered NDCG: the human qrels cover a random "
+                                  "sample of whole queries, the LLM labels every query")
+
+    def options(self) -> StatsOptions:
+        """These settings as the comparison's :class:`~labeler.statistics.verdicts.StatsOptions`."""
+        from labeler.statistics.verdicts import StatsOptions
+
+        return StatsOptions(test=self.test, alpha=self.alpha, permutations=self.permutations,
+                            seed=self.seed, ppi=self.ppi)
+
+
+class PriceConfig(_Section):
+    """USD per 1M tokens for one model (overrides the built-in price table)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    batch_input: float | None = Field(default=None, ge=0,
+                                      description="through the Batch API (else input / 2)")
+    batch_output: float | None = Field(default=None, ge=0,
+                                       description="through the Batch API (else output / 2)")
+
+
+class Config(_Section):
+    """A whole ``labeler run`` job. Paths are absolute once loaded by :func:`load_config`."""
+
+    inputs: InputsConfig
+    judge: JudgeConfig
+    human: HumanConfig | None = None
+    drift: DriftConfig = Field(default_factory=DriftConfig)
+    statistics: StatisticsConfig = Field(default_factory=StatisticsConfig)
+    out_dir: Path = Path("labeler-runs")
+    cache_dir: Path | None = Field(default=None, description="else $LABELER_CACHE_DIR")
+    cache: bool = True
+    k: list[int] = Field(default_factory=lambda: [10],
+                         description="NDCG cut-offs; the first is the one compared and reported")
+    gain: Literal["linear", "exponential"] = Field(
+        default="linear", description="NDCG gain: rel, or 2^rel - 1")
+    include_empty: bool = Field(
+        default=False, description="count queries with no relevant chunk as 0 (trec_eval)")
+    title: str | None = None
+    prices: dict[str, PriceConfig] = Field(
+        default_factory=dict, description='e.g. [prices] "my-model" = {input = 0.1, output = 0.4}')
+
+    def price_table(self) -> dict[str, tuple[float, float]] | None:
+        """``{model: (input, output)}`` USD per 1M tokens, or None for the built-in table."""
+        return {m: (p.input, p.output) for m, p in self.prices.items()} or None
+
+    def batch_price_table(self) -> dict[str, tuple[float, float]] | None:
+        """The Batch API prices given in ``[prices]`` (others: half the online price)."""
+        return {m: (p.batch_input, p.batch_output) for m, p in self.prices.items()
+                if p.batch_input is not None and p.batch_output is not None} or None
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, int) else value
+
+    @field_validator("k")
+    @classmethod
+    def _k_positive(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("give at least one cut-off, e.g. k = [10]")
+        if any(k <= 0 for k in value):
+            raise ValueError("every k must be greater than 0")
+        return list(dict.fromkeys(value))
+
+    def resolved(self, base_dir: str | Path) -> Config:
+        """A copy with every relative path made absolute against ``base_dir``."""
+        base = Path(base_dir).resolve()
+
+        def fix(p: Path | None) -> Path | None:
+            return None if p is None else (base / p.expanduser()).resolve()
+
+        inputs = self.inputs.model_copy(update={
+            "pairs": fix(self.inputs.pairs), "queries": fix(self.inputs.queries),
+            "corpus": fix(self.inputs.corpus),
+            "runs": [run for pattern in self.inputs.runs for run in _expand_run(base, pattern)],
+        })
+        judge = self.judge
+        if ("/" in judge.prompt or "\\" in judge.prompt or Path(judge.prompt).suffix):
+            judge = judge.model_copy(update={"prompt": str(fix(Path(judge.prompt)))})
+        if judge.examples is not None:
+            judge = judge.model_copy(update={"examples": str(fix(Path(judge.examples)))})
+        for name in ("batch_file_out", "batch_file_in"):  # files, relative to the config
+            if getattr(judge, name):
+                judge = judge.model_copy(update={name: str(fix(Path(getattr(judge, name))))})
+        human = (None if self.human is None
+                 else self.human.model_copy(update={"qrels": fix(self.human.qrels)}))
+        return self.model_copy(update={
+            "inputs": inputs, "judge": judge, "human": human, "out_dir": fix(self.out_dir),
+            "cache_dir": fix(self.cache_dir),
+        })
+
+
+def _expand_run(base: Path, entry: str) -> list[str]:
+    """``PATH``/pattern → resolved paths; ``NAME=PATH`` → ``NAME=<resolved path>`` (one
+    file: a name for several would be ambiguous)."""
+    name, sep, rest = entry.partition("=")
+    if not sep or "/" in name or "\\" in name or (base / entry).exists():
+        return [str(p) for p in _expand(base, entry)]
+    if not name.strip() or not rest:
+        raise ConfigError(f"inputs.runs: cannot read '{entry}': write NAME=PATH")
+    paths = _expand(base, rest)
+    if len(paths) != 1:
+        raise ConfigError(f"inputs.runs: '{entry}' names {len(paths)} files; a name is for one "
+                          "run")
+    return [f"{name.strip()}={paths[0]}"]
+
+
+def _expand(base: Path, pattern: str) -> list[Path]:
+    """A run path, or a glob pattern (sorted matches); a pattern matching nothing is an error."""
+    full = base / Path(pattern).expanduser()
+    if not glob.has_magic(pattern):
+        return [full.resolve()]
+    matches = sorted(Path(p).resolve() for p in glob.glob(str(full)))
+    if not matches:
+        raise ConfigError(f"inputs.runs: the pattern '{pattern}' matches no file")
+    return matches
+
+
+def _format_errors(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check its spelling and section)"
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts)
+
+
+def parse_config(data: dict[str, Any], *, source: str | Path = "<config>",
+                 base_dir: str | Path | None = None) -> Config:
+    """Validate a config mapping; paths are resolved against ``base_dir`` when given."""
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc), path=source) from None
+    if base_dir is None:
+        return cfg
+    try:
+        return cfg.resolved(base_dir)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, path=source) from None
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a TOML config; relative paths are resolved against its directory."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError("no such config file", path=p)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML ({exc})", path=p) from None
+    except UnicodeDecodeError:
+        raise ConfigError("not a UTF-8 text file", path=p) from None
+    return parse_config(data, source=p, base_dir=p.parent)
+
+
+def config_hash(cfg: Config) -> str:
+    """``sha256:`` + 16 hex digits of the canonical JSON of the config, output directory
+    left out (it does not change a label or a score)."""
+    canon = json.dumps(cfg.model_dump(mode="json", exclude={"out_dir"}), sort_keys=True,
+                       separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()[:16]

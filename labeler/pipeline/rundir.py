@@ -1,0 +1,162 @@
+"""The output directory of a scheduled job: dated run directories, ``latest``, the lock, logs.
+
+Layout of an output directory ``OUT``::
+
+    OUT/.lock                  held (fcntl.flock) while a run is in progress
+    OUT/runs/<UTC timestamp>/  one directory per finished run (``…Z.partial`` while running)
+    OUT/latest                 symlink to the newest finished run (``runs/<timestamp>``)
+    OUT/latest.txt             the same, as text, for systems without symlinks
+
+Usage::
+
+    with hold_lock(out):
+        run_dir = new_run_dir(out)            # OUT/runs/20261121T023000Z.partial
+        ...                                    # write outputs into it
+        final = finish_run_dir(run_dir)        # renamed to OUT/runs/20261121T023000Z
+        set_latest(out, final)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+from labeler.errors import LabelerError
+from labeler.io import write_text
+
+try:  # POSIX; elsewhere runs are not locked (documented)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["LockedError", "finish_run_dir", "hold_lock", "latest_run", "log_to_file",
+           "new_run_dir", "set_latest"]
+
+PARTIAL = ".partial"
+log = logging.getLogger("labeler.run")
+
+
+class LockedError(LabelerError):
+    """Another run holds the output directory's lock (exit 2)."""
+
+    exit_code = 2
+
+
+def utc_stamp(now: datetime | None = None) -> str:
+    """``20261121T023000Z``: sortable, filename-safe, UTC."""
+    return (now or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+@contextlib.contextmanager
+def hold_lock(out_dir: Path) -> Iterator[Path]:
+    """Hold ``out_dir/.lock`` for the duration; a second holder gets :class:`LockedError`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / ".lock"
+    if fcntl is None:  # pragma: no cover - Windows
+        log.warning("no fcntl on this platform: %s is not locked", out_dir)
+        yield path
+        return
+    try:  # never through a symlink: it could truncate whatever file it points at
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        if path.is_symlink():
+            raise LockedError(f"{path.name} is a symbolic link; labeler does not follow it "
+                              "(remove it)", path=path) from None
+        raise LockedError(f"cannot open the lock file ({exc.strerror})", path=path) from None
+    fh = os.fdopen(fd, "r+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown process"
+            raise LockedError(f"another run holds the lock ({holder}); wait for it to finish "
+                              "or use another output directory", path=path) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} since {utc_stamp()}\n")
+        fh.flush()
+        yield path
+    finally:
+        fh.close()  # closing releases the flock
+
+
+def new_run_dir(out_dir: Path, now: datetime | None = None) -> Path:
+    """Create ``out_dir/runs/<stamp>.partial`` (``<stamp>-2`` … if the second is taken)."""
+    runs = out_dir / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    stamp = utc_stamp(now)
+    name, n = stamp, 1
+    while (runs / name).exists() or (runs / (name + PARTIAL)).exists():
+        n += 1
+        name = f"{stamp}-{n}"
+    path = runs / (name + PARTIAL)
+    path.mkdir()
+    return path
+
+
+def finish_run_dir(run_dir: Path) -> Path:
+    """Rename ``….partial`` to its final name once every output is written."""
+    final = run_dir.with_name(run_dir.name.removesuffix(PARTIAL))
+    os.replace(run_dir, final)
+    return final
+
+
+def set_latest(out_dir: Path, run_dir: Path) -> None:
+    """Point ``out_dir/latest`` (symlink) and ``out_dir/latest.txt`` at ``run_dir``."""
+    rel = run_dir.relative_to(out_dir).as_posix()
+    write_text(rel + "\n", out_dir / "latest.txt")
+    link = out_dir / "latest"
+    if link.is_dir() and not link.is_symlink():
+        log.warning("%s is a real directory, not a link: it was left as it is and does not "
+                    "point at the newest run (%s names it)", link, out_dir / "latest.txt")
+        return
+    tmp = out_dir / f".latest.{os.getpid()}.tmp"
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        tmp.symlink_to(rel, target_is_directory=True)
+        os.replace(tmp, link)
+    except OSError as exc:  # no symlinks here: latest.txt is the pointer
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        log.debug("could not update the latest symlink (%s); latest.txt is current", exc)
+
+
+def latest_run(out_dir: Path) -> Path | None:
+    """The newest finished run directory of ``out_dir`` (from ``latest.txt``), or None."""
+    pointer = out_dir / "latest.txt"
+    if pointer.is_file():
+        target = out_dir / pointer.read_text(encoding="utf-8").strip()
+        if target.is_dir():
+            return target
+    link = out_dir / "latest"
+    return link.resolve() if link.is_dir() else None
+
+
+@contextlib.contextmanager
+def log_to_file(path: Path, level: int = logging.INFO) -> Iterator[None]:
+    """Copy the ``labeler`` loggers' records to ``path`` for the duration."""
+    logger = logging.getLogger("labeler")
+    from labeler.redact import RedactingFilter
+
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.addFilter(RedactingFilter())
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
+                                           "%Y-%m-%dT%H:%M:%S%z"))
+    old_level = logger.level
+    if logger.getEffectiveLevel() > level:
+        logger.setLevel(level)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        handler.close()

@@ -1,0 +1,32 @@
+"""Human and LLM labels side by side: agreement, calibration, the merged label set, blends of
+judges, the judges' leaderboard, human samples, and the human-vs-LLM comparison of runs.
+
+Usage::
+
+    from labeler.reconciliation import reconcile, compare
+    rec = reconcile(llm="labels.jsonl", human="human.qrels")
+"""
+
+from __future__ import annotations
+
+from labeler._lazy import lazy_names
+
+_NAMES = {
+    "reconcile": "stage",
+    "Reconciliation": "stage",
+    "agreement": "agreement",
+    "AgreementReport": "agreement",
+    "calibrate": "calibrate",
+    "Calibration": "calibrate",
+    "blend": "blend",
+    "leaderboard": "leaderboard",
+    "Leaderboard": "leaderboard",
+    "compare": "comparison",
+    "Comparison": "comparison",
+    "sample_queries": "sample",
+    "propose_sample": "sample",
+}
+__all__ = ["AgreementReport", "Calibration", "Comparison", "Leaderboard", "Reconciliation",
+           "agreement", "blend", "calibrate", "compare", "leaderboard", "propose_sample",
+           "reconcile", "sample_queries"]
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -1,0 +1,417 @@
+"""Human vs LLM labels: how much do NDCG and the order of the runs change?
+
+One result object, :class:`Comparison`, rendered many ways (dict/JSON, DataFrame, Markdown,
+HTML). Every NDCG figure comes from :func:`labeler.scoring.results.evaluate`, run once on the human
+labels and once on the LLM labels, so the means equal what ``labeler score`` reports.
+
+Usage::
+
+    from labeler.reconciliation.comparison import compare
+    c = compare("human.qrels", "llm_labels.jsonl", ["runs/bm25.run", "runs/bert.run"], k=10)
+    c.to_frame()          # per run: human, llm, delta, ranks, judged shares
+    c.kendall_tau, c.swaps
+    c.significance.counts # pair verdicts: which differences are real under which labels
+    c.to_dict()           # the `labeler compare --json` object
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from labeler import fmt, io
+
+from labeler.scoring import results as scoring
+from labeler.errors import InputError
+
+if TYPE_CHECKING:
+    from labeler.statistics.verdicts import Significance, StatsOptions
+
+QrelsLike: TypeAlias = pd.DataFrame | str | os.PathLike[str] | Mapping[str, Mapping[str, int]]
+RunsLike: TypeAlias = (pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+            | Mapping[str, Mapping[str, float]])
+QueriesLike: TypeAlias = pd.DataFrame | str | os.PathLike[str] | Mapping[str, str] | None
+
+IDEAL_SYSTEM = "llm-ideal"
+"""The tag of the ranking induced by the LLM labels (see :attr:`Comparison.ideal`)."""
+
+
+@dataclass(frozen=True)
+class Swap:
+    """Two runs whose order flips: ``human_first`` is ahead under human labels, ``llm_first``
+    under LLM labels; ``human``/``llm`` hold their means as (human_first, llm_first)."""
+
+    human_first: str
+    llm_first: str
+    human: tuple[float, float]
+    llm: tuple[float, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"human_first", "llm_first", "human": [a, b], "llm": [a, b]}``."""
+        return {"human_first": self.human_first, "llm_first": self.llm_first,
+                "human": [_num(v) for v in self.human], "llm": [_num(v) for v in self.llm]}
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """NDCG@k of each run under human and under LLM labels, and what changes between them.
+
+    - ``runs``: one row per run — ``system, human, llm, delta`` (llm − human means),
+      ``rank_human, rank_llm`` (1 = best), ``n_queries_human, n_queries_llm`` (queries in each
+      mean), ``judged_share_human, judged_share_llm`` (share of the top k judged at all).
+    - ``per_query``: ``system, query_id, human, llm, delta`` (NaN where a label set has no
+      relevant chunk for the query, unless ``include_empty``).
+    - ``ideal``: ``query_id, ndcg, n_human, n_llm`` — NDCG@k under human labels of the ranking
+      of the query's judged chunks by LLM grade (1.0 = the LLM orders them as the humans would).
+    - ``most_changed``: ``query_id, query, mean_abs_delta, mean_delta, n_runs, ideal``.
+    - ``kendall_tau``/``spearman_rho`` between the two orders of the runs (None below two).
+    - ``swaps``: the pairs of runs whose order flips.
+    - ``significance``: each run's 95% interval under each label set, every pair of runs
+      tested under each label set with a verdict, PPI estimates when asked for
+      (:class:`~labeler.statistics.verdicts.Significance`).
+
+    Usage::
+
+        c = compare(human=human, llm=llm, runs=runs)
+        print(c.to_markdown())
+    """
+
+    k: int
+    gain: str
+    include_empty: bool
+    runs: pd.DataFrame
+    per_query: pd.DataFrame
+    ideal: pd.DataFrame
+    most_changed: pd.DataFrame
+    kendall_tau: float | None
+    spearman_rho: float | None
+    swaps: tuple[Swap, ...]
+    n_pairs: int
+    significance: Significance
+    measure: str | None = None
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def label(self) -> str:
+        """What the runs are scored by: ``NDCG@k``, or the measure (``"AP@100"``)."""
+        return self.measure or f"NDCG@{self.k}"
+
+    @property
+    def systems(self) -> tuple[str, ...]:
+        """Run tags, in input order."""
+        return tuple(self.runs["system"])
+
+    @property
+    def order_human(self) -> tuple[str, ...]:
+        """Run tags, best first, by mean NDCG under human labels."""
+        return _order(self.runs, "human")
+
+    @property
+    def order_llm(self) -> tuple[str, ...]:
+        """Run tags, best first, by mean NDCG under LLM labels."""
+        return _order(self.runs, "llm")
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-run table (a copy)."""
+        return self.runs.copy()
+
+    @property
+    def headline(self) -> str:
+        """One sentence: which run is best under human labels, how surely, and what the LLM
+        labels do to that."""
+        from labeler.statistics.verdicts import headline
+        return headline(self.runs, self.significance)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `labeler compare --json` object: the documented keys, then the details."""
+        sig = self.significance
+        runs: dict[str, dict[str, Any]] = {}
+        for r in self.runs.itertuples():
+            system = str(r.system)
+            item: dict[str, Any] = {"human": _num(r.human), "llm": _num(r.llm),
+                                    "delta": _num(r.delta)}
+            for label in ("human", "llm"):
+                ci = sig.run_ci(system, label)
+                item[f"{label}_ci"] = None if ci is None else list(ci)
+            if sig.options.ppi:
+                item["ppi"] = sig.run_ppi(system)
+            runs[system] = item
+        per_query: dict[str, dict[str, dict[str, float | None]]] = {s: {} for s in self.systems}
+        for r in self.per_query.itertuples():
+            per_query[r.system][r.query_id] = {"human": _num(r.human), "llm": _num(r.llm),
+                                               "delta": _num(r.delta)}
+        return {
+            "k": self.k,
+            "measure": self.label,
+            "runs": runs,
+            "kendall_tau": self.kendall_tau,
+            "spearman_rho": self.spearman_rho,
+            "pairs": sig.pairs_to_dicts(),
+            "verdicts": sig.counts,
+            "headline": self.headline,
+            "statistics": {**sig.options.to_dict(), "level": 0.95,
+                           "planning": sig.planning_line(), "notes": list(sig.notes)},
+            "gain": self.gain,
+            "include_empty": self.include_empty,
+            "order": {"human": list(self.order_human), "llm": list(self.order_llm)},
+            "swaps": {"n": len(self.swaps), "n_pairs": self.n_pairs,
+                      "pairs": [s.to_dict() for s in self.swaps]},
+            "n_queries": {r.system: {"human": int(r.n_queries_human),
+                                     "llm": int(r.n_queries_llm)}
+                          for r in self.runs.itertuples()},
+            "judged_share": {r.system: {"human": _num(r.judged_share_human),
+                                        "llm": _num(r.judged_share_llm)}
+                             for r in self.runs.itertuples()},
+            "per_query": per_query,
+            "ideal_ranking_change": {
+                **self.ideal_summary(),
+                "per_query": {r.query_id: _num(r.ndcg) for r in self.ideal.itertuples()},
+            },
+            "most_changed": [
+                {"query_id": r.query_id, "query": r.query, "mean_abs_delta": _num(r.mean_abs_delta),
+                 "mean_delta": _num(r.mean_delta), "n_runs": int(r.n_runs),
+                 "ideal": _num(r.ideal)}
+                for r in self.most_changed.itertuples()],
+        }
+
+    def ideal_summary(self) -> dict[str, Any]:
+        """``{"mean", "median", "n_queries"}`` of :attr:`ideal` (the ``ideal_ranking_change``
+        figures of :meth:`to_dict` without its per-query values)."""
+        ideal = self.ideal["ndcg"]
+        return {"mean": _num(ideal.mean()) if len(ideal) else None,
+                "median": _num(ideal.median()) if len(ideal) else None,
+                "n_queries": len(ideal)}
+
+    def to_markdown(self, title: str = "Human vs LLM labels") -> str:
+        """A Markdown report (tables; every string from the data escaped)."""
+        from labeler.report.comparison import render_markdown
+        return render_markdown(self, title=title)
+
+    def to_html(self, title: str = "Human vs LLM labels", agreement: Any = None) -> str:
+        """A self-contained HTML report with inline plots."""
+        from labeler.report.comparison import render_html
+        return render_html(self, title=title, agreement=agreement)
+
+    def to_text(self) -> str:
+        """A plain-text table for the terminal."""
+        from labeler.report.comparison import render_text
+        return render_text(self)
+
+    def _repr_html_(self) -> str:
+        from labeler.report.notebook import comparison_html
+
+        return comparison_html(self)
+
+
+# ---------------------------------------------------------------------- public API
+
+def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
+            gain: str = "linear", include_empty: bool = False, top: int = 10,
+            queries: QueriesLike = None,
+            llm_scores: scoring.ScoreResult | None = None,
+            stats: StatsOptions | None = None,
+            measure: str | None = None) -> Comparison:
+    """Compare the runs' NDCG@k (or ``measure``, e.g. ``"AP"``, ``"P(rel=2)@10"``) under
+    human and under LLM labels.
+
+    ``human``/``llm``: qrels (path, DataFrame or ``{qid: {chunk: grade}}``); label records are
+    accepted, failed rows left out. ``runs``: path(s), DataFrame or dict. ``queries``
+    (optional) gives query text for the most-changed table. ``llm_scores``: the runs already
+    scored on ``llm`` with the same options (e.g. at several k), so they are not scored twice.
+    ``stats`` chooses the paired test, its level and PPI
+    (:class:`~labeler.statistics.verdicts.StatsOptions`; default: t-test, alpha 0.05, no PPI).
+    Label sets are keyword-only: they cannot be swapped by position. Inputs are never modified.
+
+    Usage::
+
+        c = labeler.compare(human="human.qrels", llm="labels.jsonl", runs=["a.run", "b.run"])
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k must be a positive integer, got {k!r}")
+    k = int(k)
+    human_q = io.as_qrels(human, any_grade=True)   # any integer grade scores
+    llm_q = io.as_qrels(llm, any_grade=True)
+    run = _as_runs(runs)
+    if run.empty:
+        raise InputError("no run rows to compare")
+    texts = _query_texts(queries)
+
+    wanted = [measure] if measure else []
+    by_human = scoring.evaluate(human_q, run, k=k, gain=gain, include_empty=include_empty,
+                                measures=wanted)
+    by_llm = (llm_scores if not wanted and llm_scores is not None
+              and _reusable(llm_scores, k, gain, include_empty)
+              else scoring.evaluate(llm_q, run, k=k, gain=gain, include_empty=include_empty,
+                                    measures=wanted))
+    systems = list(dict.fromkeys(run["system"]))
+    (h_sum, h_pq), (l_sum, l_pq) = (scoring.frames_of(r, measure, k) for r in (by_human, by_llm))
+    table = _run_table(systems, h_sum, l_sum, k)
+    per_query = _per_query(h_pq, l_pq, k)
+    ideal = _ideal_ranking(human_q, llm_q, set(run["query_id"]), k, gain)
+    tau, rho = _correlations(table)
+    swaps, n_pairs = _swaps(table)
+    return Comparison(
+        k=k, gain=gain, include_empty=include_empty, runs=table, per_query=per_query,
+        ideal=ideal, most_changed=_most_changed(per_query, ideal, texts, top),
+        kendall_tau=tau, spearman_rho=rho, swaps=swaps, n_pairs=n_pairs,
+        significance=_significance(per_query, systems, run, human_q, llm_q, stats),
+        measure=str(by_human.measures[0]) if wanted else None)
+
+
+# ---------------------------------------------------------------------- pieces
+
+def _reusable(scores: scoring.ScoreResult, k: int, gain: str, include_empty: bool) -> bool:
+    return (k in scores.ks and scores.gain == gain and scores.include_empty == include_empty
+            and scores.ideal == "qrels")
+
+
+def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame,
+                  human: pd.DataFrame, llm: pd.DataFrame,
+                  options: StatsOptions | None) -> Significance:
+    """Intervals, pair verdicts and (with ``options.ppi``) PPI estimates; for PPI each run's
+    population is its queries that the LLM labels cover, the labelled ones those that the
+    human labels cover too."""
+    from labeler.statistics.verdicts import StatsOptions, significance
+
+    options = options or StatsOptions()
+    population: dict[str, set[str]] | None = None
+    if options.ppi:
+        llm_queries = set(llm["query_id"])
+        population = {str(s): set(q) & llm_queries
+                      for s, q in run.groupby("system", sort=False)["query_id"]}
+    sig = significance(per_query, systems, options=options, ppi_population=population,
+                       ppi_labelled=set(human["query_id"]))
+    if options.ppi and "ppi_estimate" in sig.runs and sig.runs["ppi_estimate"].isna().all():
+        n_human = len(set(human["query_id"]) & set(llm["query_id"]))
+        n_llm = len(set(llm["query_id"]))
+        raise InputError(f"prediction-powered estimates need a random sample of queries judged "
+                         f"by humans and other queries judged only by the LLM; here {n_human} "
+                         f"of the {n_llm} queries with LLM labels have human labels (at least "
+                         f"2, and not all, are needed). Draw the sample with `labeler sample "
+                         f"--unit query`.")
+    return sig
+
+
+def _run_table(systems: list[str], human: pd.DataFrame, llm: pd.DataFrame,
+               k: int) -> pd.DataFrame:
+    cols = ["mean", "n_queries", "judged_share"]
+    h = human.loc[human["k"] == k].set_index("system")[cols]
+    m = llm.loc[llm["k"] == k].set_index("system")[cols]
+    out = pd.DataFrame({"system": systems})
+    for label, frame in (("human", h), ("llm", m)):
+        frame = frame.reindex(systems)
+        out[label] = frame["mean"].to_numpy(dtype="float64")
+        out[f"n_queries_{label}"] = frame["n_queries"].fillna(0).to_numpy(dtype="int64")
+        out[f"judged_share_{label}"] = frame["judged_share"].to_numpy(dtype="float64")
+    out["delta"] = out["llm"] - out["human"]
+    for label in ("human", "llm"):
+        out[f"rank_{label}"] = out[label].rank(ascending=False, method="min").astype("Int64")
+    return out[["system", "human", "llm", "delta", "rank_human", "rank_llm",
+                "n_queries_human", "n_queries_llm", "judged_share_human", "judged_share_llm"]]
+
+
+def _per_query(human: pd.DataFrame, llm: pd.DataFrame, k: int) -> pd.DataFrame:
+    keys = ["system", "query_id"]
+    h = human.loc[human["k"] == k, [*keys, "ndcg"]].rename(columns={"ndcg": "human"})
+    m = llm.loc[llm["k"] == k, [*keys, "ndcg"]].rename(columns={"ndcg": "llm"})
+    out = h.merge(m, on=keys, how="outer")
+    out["human"] = out["human"].astype("float64")
+    out["llm"] = out["llm"].astype("float64")
+    out["delta"] = out["llm"] - out["human"]
+    return out.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def _ideal_ranking(human: pd.DataFrame, llm: pd.DataFrame, run_queries: set[str], k: int,
+                   gain: str) -> pd.DataFrame:
+    """Human NDCG@k of each query's judged chunks ranked by LLM grade (trec_eval ties)."""
+    both = set(human["query_id"]) & set(llm["query_id"]) & run_queries
+    cols = ["query_id", "ndcg", "n_human", "n_llm"]
+    if not both:
+        return pd.DataFrame({c: pd.Series(dtype="float64" if c == "ndcg" else "object")
+                             for c in cols})
+    h = human.loc[human["query_id"].isin(both), ["query_id", "chunk_id"]]
+    m = llm.loc[llm["query_id"].isin(both), ["query_id", "chunk_id", "grade"]]
+    pool = pd.concat([h, m[["query_id", "chunk_id"]]]).drop_duplicates()
+    pool = pool.merge(m, on=["query_id", "chunk_id"], how="left")
+    induced = pd.DataFrame({"query_id": pool["query_id"], "chunk_id": pool["chunk_id"],
+                            "score": pool["grade"].fillna(0).astype("float64"),
+                            "system": IDEAL_SYSTEM})
+    result = scoring.evaluate(human, induced, k=k, gain=gain, include_empty=False)
+    pq = result.per_query
+    pq = pq.loc[(pq["k"] == k) & pq["ndcg"].notna(), ["query_id", "ndcg"]]
+    counts = pd.DataFrame({"n_human": h.groupby("query_id").size(),
+                           "n_llm": m.groupby("query_id").size()})
+    out = pq.merge(counts, left_on="query_id", right_index=True, how="left")
+    out["ndcg"] = out["ndcg"].astype("float64")
+    out["n_human"] = out["n_human"].fillna(0).astype("int64")
+    out["n_llm"] = out["n_llm"].fillna(0).astype("int64")
+    return out[cols].sort_values("query_id", kind="stable").reset_index(drop=True)
+
+
+def _most_changed(per_query: pd.DataFrame, ideal: pd.DataFrame, texts: dict[str, str],
+                  top: int) -> pd.DataFrame:
+    d = per_query.dropna(subset=["delta"])
+    g = d.assign(abs_delta=d["delta"].abs()).groupby("query_id", sort=True)
+    out = pd.DataFrame({"mean_abs_delta": g["abs_delta"].mean(), "mean_delta": g["delta"].mean(),
+                        "n_runs": g["delta"].size()}).reset_index()
+    out = out.sort_values(["mean_abs_delta", "query_id"], ascending=[False, True],
+                          kind="stable").head(max(int(top), 0))
+    ideal_of = dict(zip(ideal["query_id"], ideal["ndcg"]))
+    out.insert(1, "query", [texts.get(q) for q in out["query_id"]])
+    out["ideal"] = [ideal_of.get(q, math.nan) for q in out["query_id"]]
+    out["n_runs"] = out["n_runs"].astype("int64")
+    return out.reset_index(drop=True)
+
+
+def _correlations(table: pd.DataFrame) -> tuple[float | None, float | None]:
+    """Kendall's tau-b and Spearman's rho between the runs' human and LLM means (scipy)."""
+    ok = table.dropna(subset=["human", "llm"])
+    if len(ok) < 2:
+        return None, None
+    h, m = ok["human"].to_numpy(), ok["llm"].to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
+        tau = sps.kendalltau(h, m)[0]
+        rho = sps.spearmanr(h, m)[0]
+    return _num(tau), _num(rho)
+
+
+def _swaps(table: pd.DataFrame) -> tuple[tuple[Swap, ...], int]:
+    """Pairs of runs ordered one way by human means and the other way by LLM means."""
+    ok = table.dropna(subset=["human", "llm"]).sort_values(
+        ["human", "system"], ascending=[False, True], kind="stable")
+    rows = list(ok.itertuples())
+    swaps = [Swap(a.system, b.system, (float(a.human), float(b.human)),
+                  (float(a.llm), float(b.llm)))
+             for i, a in enumerate(rows) for b in rows[i + 1:]
+             if (a.human - b.human) * (a.llm - b.llm) < 0]
+    return tuple(swaps), len(rows) * (len(rows) - 1) // 2
+
+
+def _order(table: pd.DataFrame, col: str) -> tuple[str, ...]:
+    ordered = table.sort_values([col, "system"], ascending=[False, True], kind="stable",
+                                na_position="last")
+    return tuple(ordered["system"])
+
+
+def _as_runs(runs: RunsLike) -> pd.DataFrame:
+    return io.as_runs(runs)
+
+
+def _query_texts(queries: QueriesLike) -> dict[str, str]:
+    if queries is None:
+        return {}
+    q = io.as_queries(queries)
+    return dict(zip(q["query_id"], q["query"]))
+
+
+_num = fmt.finite

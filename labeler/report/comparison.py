@@ -1,0 +1,259 @@
+"""Render a :class:`~labeler.compare.Comparison` as text, Markdown and self-contained HTML.
+
+Every string that comes from the data (run tags, query ids, query text) is escaped: the HTML
+template runs with jinja2 autoescaping, the Markdown goes through :func:`md_escape`, the
+terminal text through :func:`plain`. The HTML needs no network: its CSS is inline and its plots
+are PNG data URIs.
+
+Usage::
+
+    from labeler.report.comparison import write_report
+    paths = write_report(comparison, "out/report", agreement="reconcile.json")
+    paths["html"]    # out/report/report.html
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from labeler import fmt, io
+from labeler.errors import InputError
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from labeler.reconciliation.comparison import Comparison
+
+DEFAULT_TITLE = "Human vs LLM labels"
+MAX_TABLE_ROWS = 1000
+"""Rows of the per-query tables shown in HTML/Markdown; report.json always has them all."""
+
+AGREEMENT_STATS: tuple[tuple[str, str], ...] = (
+    ("n", "pairs judged by both"),
+    ("exact_agreement", "exact agreement"),
+    ("cohen_kappa", "Cohen's kappa"),
+    ("cohen_kappa_linear", "Cohen's kappa, linear weights"),
+    ("cohen_kappa_quadratic", "Cohen's kappa, quadratic weights"),
+    ("krippendorff_alpha_ordinal", "Krippendorff's alpha (ordinal)"),
+    ("binary_agreement", "binary agreement (grade ≥ 2)"),
+    ("mean_signed_difference", "mean signed difference (LLM − human)"),
+)
+
+_MD_CHARS = re.compile(r"([\\`*_\[\]|#~<>&])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+# ---------------------------------------------------------------------- escaping
+
+def md_escape(value: Any) -> str:
+    """Text safe in a Markdown table cell: Markdown syntax, HTML brackets, ampersands and
+    pipes backslash-escaped (readable as plain text too: no HTML entities), line breaks
+    flattened."""
+    s = " ".join(_CONTROL.sub(" ", str(value)).split())
+    return _MD_CHARS.sub(r"\\\1", s)
+
+
+def plain(value: Any) -> str:
+    """Text safe on a terminal: control characters (escape sequences) removed."""
+    return _CONTROL.sub("", str(value))
+
+
+fmt_num = fmt.num
+fmt_share = fmt.share
+_finite = fmt.finite
+
+
+# ---------------------------------------------------------------------- agreement input
+
+def load_agreement(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a reconcile report (JSON) and check its confusion matrix."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file", path=p)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not a valid JSON file ({exc})", path=p) from None
+    out = as_agreement(data, source=str(p))
+    if out is None:
+        raise InputError("the agreement report is empty (null)", path=p)
+    return out
+
+
+def as_agreement(agreement: Any, source: str = "<agreement>") -> dict[str, Any] | None:
+    """A reconcile report as a dict: from a dict, an object with ``to_dict()``, a JSON path
+    or None. Its ``confusion_matrix`` (if any) must be 4×4 non-negative counts."""
+    if agreement is None:
+        return None
+    if isinstance(agreement, (str, os.PathLike)):
+        return load_agreement(agreement)
+    if hasattr(agreement, "to_dict") and not isinstance(agreement, Mapping):
+        agreement = agreement.to_dict()
+    if not isinstance(agreement, Mapping):
+        raise InputError("an agreement report must be a JSON object", path=source)
+    data = dict(agreement)
+    if "confusion_matrix" not in data and isinstance(data.get("agreement"), Mapping):
+        data = dict(data["agreement"])
+    matrix = data.get("confusion_matrix")
+    if matrix is not None:
+        data["confusion_matrix"] = _check_matrix(matrix, source)
+    return data
+
+
+def _check_matrix(matrix: Any, source: str) -> list[list[int]]:
+    try:
+        rows = [[float(v) for v in row] for row in matrix]
+    except (TypeError, ValueError):
+        rows = []
+    ok = (len(rows) == 4 and all(len(r) == 4 for r in rows)
+          and all(math.isfinite(v) and v >= 0 and v == int(v) for r in rows for v in r))
+    if not ok:
+        raise InputError("confusion_matrix must be 4×4 non-negative counts "
+                         "(rows human grades 0-3, columns LLM grades 0-3)", path=source)
+    return [[int(v) for v in r] for r in rows]
+
+
+def _agreement_context(agreement: dict[str, Any] | None) -> dict[str, Any] | None:
+    if agreement is None:
+        return None
+    raw = agreement.get("ci")
+    cis: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    stats = [(label, agreement[key], key == "n", _interval(cis.get(key)))
+             for key, label in AGREEMENT_STATS
+             if key in agreement and _finite(agreement[key]) is not None]
+    ci_note = None
+    if cis:
+        unit = {"query": "whole queries", "pair": "pairs"}.get(str(cis.get("unit")),
+                                                               str(cis.get("unit", "")))
+        ci_note = (f"{float(cis.get('level', 0.95)):.0%} intervals: {cis.get('method', '')}, "
+                   f"{cis.get('n_resamples', '?')} resamples of {unit}")
+    return {"stats": stats, "matrix": agreement.get("confusion_matrix"), "ci_note": ci_note}
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        lo, hi = _finite(value[0]), _finite(value[1])
+        if lo is not None and hi is not None:
+            return lo, hi
+    return None
+
+
+# ---------------------------------------------------------------------- context
+
+def _leniency(delta: Any) -> str:
+    """``lenient`` (LLM labels score the run higher), ``strict`` (lower) or ``""``."""
+    f = _finite(delta)
+    return "" if not f else ("lenient" if f > 0 else "strict")
+
+
+def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
+             judge: Mapping[str, Any] | None) -> dict[str, Any]:
+    from labeler.report.text import by_human_rank, swap_significance, test_words
+
+    per_query = c.per_query
+    sig = c.significance
+    runs = []
+    for r in by_human_rank(c.runs).to_dict("records"):
+        runs.append({**r, "human_ci": sig.run_ci(r["system"], "human"),
+                     "llm_ci": sig.run_ci(r["system"], "llm"),
+                     "leniency": _leniency(r["delta"]), "ppi": sig.run_ppi(r["system"])})
+    pairs = [{**p, "ppi": p.get("ppi")} for p in sig.pairs_to_dicts()]
+    return {
+        "title": title, "k": c.k, "label": c.label, "gain": c.gain,
+        "include_empty": c.include_empty,
+        "runs": runs, "headline": c.headline,
+        "verdicts_line": f"Verdicts {sig.counts_line()} ({test_words(sig)})",
+        "counts": sig.counts, "pairs": pairs, "alpha": sig.options.alpha,
+        "test_words": test_words(sig), "has_ppi": sig.options.ppi,
+        "planning": sig.planning_line(), "stat_notes": list(sig.notes),
+        "tau": c.kendall_tau, "rho": c.spearman_rho, "n_runs": len(c.runs),
+        "order_human": c.order_human, "order_llm": c.order_llm,
+        "swaps": c.swaps, "n_pairs": c.n_pairs, "swap_note": swap_significance(c),
+        "ideal": c.ideal_summary(), "ideal_rows": c.ideal.to_dict("records"),
+        "most_changed": c.most_changed.to_dict("records"),
+        "per_query": per_query.head(MAX_TABLE_ROWS).to_dict("records"),
+        "n_per_query": len(per_query), "max_rows": MAX_TABLE_ROWS,
+        "n_queries": int(per_query["query_id"].nunique()),
+        "agreement": _agreement_context(agreement),
+        "judge": dict(judge) if judge else None,
+    }
+
+
+def _env(autoescape: bool) -> jinja2.Environment:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("labeler.report", "templates"),
+                             autoescape=autoescape, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(num=fmt.num, signed=lambda x: fmt.num(x, signed=True), count=fmt.count,
+                       share=fmt.share, md=md_escape, interval=fmt.interval, pvalue=fmt.pvalue,
+                       usd=fmt.usd)
+    return env
+
+
+# ---------------------------------------------------------------------- renderers
+
+def render_markdown(comparison: Comparison, title: str = DEFAULT_TITLE,
+                    agreement: Any = None, judge: Mapping[str, Any] | None = None) -> str:
+    """The comparison as Markdown (tables; data strings escaped)."""
+    ctx = _context(comparison, title, as_agreement(agreement), judge)
+    return _env(autoescape=False).get_template("report.md.j2").render(**ctx)
+
+
+def render_html(comparison: Comparison, title: str = DEFAULT_TITLE,
+                agreement: Any = None, judge: Mapping[str, Any] | None = None) -> str:
+    """The comparison as one self-contained HTML page with inline PNG plots."""
+    from labeler.report import plots
+    agree = as_agreement(agreement)
+    ctx = _context(comparison, title, agree, judge)
+    images = {"scatter": plots.to_data_uri(plots.ndcg_scatter(comparison)),
+              "deltas": plots.to_data_uri(plots.delta_distribution(comparison))}
+    if len(comparison.ideal):
+        images["ideal"] = plots.to_data_uri(plots.ideal_change(comparison))
+    if agree is not None and agree.get("confusion_matrix") is not None:
+        images["confusion"] = plots.to_data_uri(
+            plots.confusion_heatmap(agree["confusion_matrix"]))
+    return _env(autoescape=True).get_template("report.html.j2").render(images=images, **ctx)
+
+
+def render_text(comparison: Comparison) -> str:
+    """A plain-text summary for the terminal: the pair verdicts first, then the runs."""
+    from labeler.report.text import render_text as _render
+
+    return _render(comparison)
+
+
+# ---------------------------------------------------------------------- writer
+
+def write_report(comparison: Comparison, out_dir: str | os.PathLike[str],
+                 agreement: Any = None, title: str = DEFAULT_TITLE,
+                 judge: Mapping[str, Any] | None = None) -> dict[str, Path]:
+    """Write ``report.json``, ``report.md`` and ``report.html`` into ``out_dir`` atomically.
+
+    ``agreement``: a reconcile report (dict, JSON path, or an object with ``to_dict()``);
+    when given, the HTML shows its confusion matrix and statistics. ``judge``: who made the
+    LLM labels (:func:`labeler.pipeline.provenance.judge_summary`).
+
+    Usage::
+
+        paths = write_report(compare(h, l, runs), "report/")
+    """
+    agree = as_agreement(agreement)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError("the report directory is a file", path=out)
+    data = {**comparison.to_dict(), "title": title, "agreement": agree,
+            "judge": dict(judge) if judge else None}
+    paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
+    md = render_markdown(comparison, title, agree, judge)
+    html = render_html(comparison, title, agree, judge)
+    io.write_json(data, paths["json"])
+    io.write_text(md, paths["md"])
+    io.write_text(html, paths["html"])
+    return paths

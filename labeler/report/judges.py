@@ -1,0 +1,84 @@
+"""The judges leaderboard as ``report.json``, ``report.md`` and a self-contained ``report.html``.
+
+Data strings are escaped (jinja2 autoescaping in HTML, :func:`labeler.report.comparison.md_escape`
+in
+Markdown); the HTML's confusion matrices are inline PNGs (:mod:`labeler.report.plots`).
+
+Usage::
+
+    from labeler.report.judges import write_judges_report
+    write_judges_report(leaderboard(human=h, llm=sets), "out/judges")["html"]
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from labeler import fmt, io
+from labeler.errors import InputError
+from labeler.report.comparison import md_escape
+
+if TYPE_CHECKING:
+    from labeler.reconciliation.leaderboard import Leaderboard
+
+DEFAULT_TITLE = "Which judge agrees with the humans?"
+
+
+def _context(board: Leaderboard, title: str) -> dict[str, Any]:
+    judges = []
+    for rank, (name, rep) in enumerate(board.judges.items(), 1):
+        ci = (rep.ci or {}).get("krippendorff_alpha_ordinal")
+        judges.append({
+            "rank": rank, "name": name, "alpha": rep.krippendorff_alpha_ordinal,
+            "alpha_ci": fmt.interval(ci) if ci else fmt.MISSING,
+            "kappa": rep.cohen_kappa, "kappa_linear": rep.cohen_kappa_linear,
+            "kappa_quadratic": rep.cohen_kappa_quadratic, "exact": rep.exact_agreement,
+            "binary": rep.binary_agreement, "lean": rep.mean_signed_difference,
+            "tau": board.kendall_tau.get(name), "matrix": rep.confusion_matrix})
+    return {"title": title, "n": board.n, "n_judges": len(judges), "judges": judges,
+            "has_tau": any(v is not None for v in board.kendall_tau.values()),
+            "k": board.k, "disputed": board.to_dict()["disagreements"]}
+
+
+def _env(autoescape: bool) -> Any:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("labeler.report", "templates"),
+                             autoescape=autoescape, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(num=fmt.num, signed=lambda x: fmt.num(x, signed=True), count=fmt.count,
+                       md=md_escape)
+    return env
+
+
+def render_markdown(board: Leaderboard, title: str = DEFAULT_TITLE) -> str:
+    """The leaderboard, confusion matrices and disputed pairs as Markdown."""
+    return str(_env(False).get_template("judges.md.j2").render(**_context(board, title)))
+
+
+def render_html(board: Leaderboard, title: str = DEFAULT_TITLE) -> str:
+    """One self-contained HTML page (inline CSS, confusion matrices as PNG data URIs)."""
+    from labeler.report import plots
+    images = {name: plots.to_data_uri(plots.confusion_heatmap(rep.confusion_matrix))
+              for name, rep in board.judges.items()}
+    return str(_env(True).get_template("judges.html.j2").render(
+        images=images, **_context(board, title)))
+
+
+def write_judges_report(board: Leaderboard, out_dir: str | os.PathLike[str],
+                        title: str = DEFAULT_TITLE) -> dict[str, Path]:
+    """Write ``report.json``, ``report.md`` and ``report.html`` into ``out_dir`` atomically.
+
+    Usage: ``write_judges_report(board, "judges-report/")["html"]``
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError("the report directory is a file", path=out)
+    paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
+    md, html = render_markdown(board, title), render_html(board, title)
+    io.write_json({**board.to_dict(), "title": title}, paths["json"])
+    io.write_text(md, paths["md"])
+    io.write_text(html, paths["html"])
+    return paths

@@ -1,0 +1,189 @@
+"""Plots of a human-vs-LLM comparison, as matplotlib figures or inline PNG data URIs.
+
+Figures are built on :class:`matplotlib.figure.Figure` with the Agg canvas, never through
+``pyplot``: no global backend is touched, at import or later, and nothing opens a window.
+In a notebook a returned figure displays itself.
+
+Usage::
+
+    from labeler.report import plots
+    fig = plots.ndcg_scatter(comparison)
+    uri = plots.to_data_uri(fig)          # "data:image/png;base64,..." for <img src>
+"""
+
+from __future__ import annotations
+
+import base64
+import io as _io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from labeler.reconciliation.comparison import Comparison
+
+_BLUE = "#2c6fbb"
+_ORANGE = "#d9822b"
+_GREY = "#888888"
+_MAX_LABEL = 28
+
+
+def _figure(width: float, height: float) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _label(text: Any) -> str:
+    """Data text safe for matplotlib: no mathtext (``$``), no overlong labels."""
+    s = " ".join(str(text).split())
+    if len(s) > _MAX_LABEL:
+        s = s[:_MAX_LABEL - 1] + "…"
+    return s.replace("$", r"\$")
+
+
+def ndcg_scatter(comparison: Comparison) -> Figure:
+    """Each run's mean NDCG@k under human (x) and LLM (y) labels with its 95% interval under
+    each label set as error bars, and the diagonal y = x."""
+    k = comparison.k
+    runs = comparison.runs.dropna(subset=["human", "llm"])
+    sig = comparison.significance
+    fig = _figure(5.6, 4.8)
+    ax = fig.add_subplot()
+    x, y = runs["human"].to_numpy(float), runs["llm"].to_numpy(float)
+    xerr, yerr = _error_bars(sig, runs["system"], x, "human"), _error_bars(
+        sig, runs["system"], y, "llm")
+    lo = float(min((x - xerr[0]).min(), (y - yerr[0]).min())) if len(x) else 0.0
+    hi = float(max((x + xerr[1]).max(), (y + yerr[1]).max())) if len(x) else 1.0
+    pad = max(0.03, (hi - lo) * 0.08)
+    lo, hi = max(0.0, lo - pad), hi + pad
+    ax.plot([lo, hi], [lo, hi], color=_GREY, linestyle="--", linewidth=1,
+            label="same under both (y = x)")
+    if len(x):
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="none", ecolor=_BLUE, alpha=0.45,
+                    elinewidth=1.2, capsize=3, zorder=2, label="95% interval over queries")
+    ax.scatter(x, y, s=46, color=_BLUE, zorder=3, edgecolor="white", linewidth=0.8)
+    for tag, xi, yi in zip(runs["system"], x, y):
+        ax.annotate(_label(tag), (xi, yi), xytext=(5, 4), textcoords="offset points",
+                    fontsize=8, color="#333333")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xlabel(f"mean NDCG@{k}, human labels")
+    ax.set_ylabel(f"mean NDCG@{k}, LLM labels")
+    ax.set_title("Runs: human vs LLM labels", fontsize=11)
+    ax.grid(alpha=0.25)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    if not len(x):
+        ax.text(0.5, 0.5, "no run has a mean under both label sets", ha="center",
+                va="center", transform=ax.transAxes, color=_GREY)
+    return fig
+
+
+def _error_bars(sig: Any, systems: Any, means: np.ndarray, label: str) -> np.ndarray:
+    """Asymmetric error bars (2 × n: below, above) from each run's interval; 0 without one."""
+    out = np.zeros((2, len(means)))
+    for i, (system, mean) in enumerate(zip(systems, means)):
+        ci = sig.run_ci(system, label)
+        if ci is not None:
+            out[:, i] = (mean - ci[0], ci[1] - mean)
+    return out
+
+
+def delta_distribution(comparison: Comparison) -> Figure:
+    """Per-query deltas (LLM − human NDCG@k): histogram of all, and a box per run."""
+    k = comparison.k
+    pq = comparison.per_query.dropna(subset=["delta"])
+    systems = [s for s in comparison.systems if (pq["system"] == s).any()]
+    fig = _figure(10.0, max(3.6, 1.2 + 0.32 * len(systems)))
+    ax_hist, ax_box = fig.subplots(1, 2, width_ratios=[1.0, 1.2])
+    deltas = pq["delta"].to_numpy(float)
+    if len(deltas):
+        span = max(0.05, float(np.abs(deltas).max()))
+        ax_hist.hist(deltas, bins=np.linspace(-span, span, 25), color=_BLUE, alpha=0.85,
+                     edgecolor="white")
+        groups = [pq.loc[pq["system"] == s, "delta"].to_numpy(float) for s in systems]
+        style: dict[str, Any] = {
+            "widths": 0.6, "patch_artist": True,
+            "boxprops": {"facecolor": "#cfe0f3", "edgecolor": _BLUE},
+            "medianprops": {"color": _ORANGE, "linewidth": 2},
+            "flierprops": {"markersize": 3, "markeredgecolor": _GREY}}
+        try:
+            ax_box.boxplot(groups, orientation="horizontal", **style)
+        except TypeError:  # matplotlib < 3.10
+            ax_box.boxplot(groups, vert=False, **style)
+        ax_box.set_yticks(range(1, len(systems) + 1), [_label(s) for s in systems],
+                          fontsize=8)
+        ax_box.invert_yaxis()
+    else:
+        for ax in (ax_hist, ax_box):
+            ax.text(0.5, 0.5, "no query is scored under both label sets", ha="center",
+                    va="center", transform=ax.transAxes, color=_GREY)
+    for ax in (ax_hist, ax_box):
+        ax.grid(alpha=0.25)
+    ax_hist.axvline(0, color=_GREY, linestyle="--", linewidth=1)
+    ax_box.axvline(0, color=_GREY, linestyle="--", linewidth=1)
+    ax_hist.set_xlabel(f"NDCG@{k} delta per query (LLM − human)")
+    ax_hist.set_ylabel("queries × runs")
+    ax_hist.set_title("Per-query deltas, all runs", fontsize=11)
+    ax_box.set_xlabel(f"NDCG@{k} delta per query (LLM − human)")
+    ax_box.set_title("Per-query deltas by run", fontsize=11)
+    return fig
+
+
+def confusion_heatmap(matrix: Sequence[Sequence[int]], grades: Sequence[int] = (0, 1, 2, 3)
+                      ) -> Figure:
+    """The agreement confusion matrix: rows human grades, columns LLM grades, counts shown."""
+    m = np.asarray(matrix, dtype=float)
+    fig = _figure(4.6, 4.2)
+    ax = fig.add_subplot()
+    image = ax.imshow(m, cmap="Blues", vmin=0)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="pairs")
+    top = m.max() if m.size else 0
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            ax.text(j, i, f"{int(m[i, j])}", ha="center", va="center", fontsize=10,
+                    color="white" if top and m[i, j] > top * 0.55 else "#222222")
+    ax.set_xticks(range(len(grades)), [str(g) for g in grades])
+    ax.set_yticks(range(len(grades)), [str(g) for g in grades])
+    ax.set_xlabel("LLM grade")
+    ax.set_ylabel("human grade")
+    ax.set_title("Human vs LLM grades", fontsize=11)
+    return fig
+
+
+def ideal_change(comparison: Comparison) -> Figure:
+    """Per query: human NDCG@k of the chunks ranked by LLM grade (1.0 = same ideal order)."""
+    ideal = comparison.ideal.sort_values(["ndcg", "query_id"], kind="stable")
+    fig = _figure(5.6, max(3.0, 1.1 + 0.22 * len(ideal)))
+    ax = fig.add_subplot()
+    ys = np.arange(len(ideal))
+    ax.barh(ys, ideal["ndcg"].to_numpy(float), color=_ORANGE, alpha=0.85)
+    ax.set_yticks(ys, [_label(q) for q in ideal["query_id"]], fontsize=7)
+    ax.set_xlim(0, 1.02)
+    ax.axvline(1.0, color=_GREY, linestyle="--", linewidth=1)
+    ax.set_xlabel(f"NDCG@{comparison.k} (human labels) of the LLM's ideal ranking")
+    ax.set_title("How much the ideal ranking changes", fontsize=11)
+    ax.grid(alpha=0.25, axis="x")
+    if not len(ideal):
+        ax.text(0.5, 0.5, "no query judged by both", ha="center", va="center",
+                transform=ax.transAxes, color=_GREY)
+    return fig
+
+
+def to_png(fig: Figure, dpi: int = 110) -> bytes:
+    """The figure as PNG bytes."""
+    buf = _io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def to_data_uri(fig: Figure, dpi: int = 110) -> str:
+    """The figure as a ``data:image/png;base64,...`` URI (for a self-contained page)."""
+    return "data:image/png;base64," + base64.b64encode(to_png(fig, dpi)).decode("ascii")

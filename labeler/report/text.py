@@ -1,0 +1,155 @@
+"""The terminal view of a comparison: verdict counts and headline first, then the runs with
+their intervals, the pairs that differ, PPI estimates, and the order statistics.
+
+Usage::
+
+    from labeler.report.text import render_text
+    print(render_text(compare("human.qrels", "labels.jsonl", ["a.run", "b.run"])))
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from labeler import fmt
+from labeler.report.comparison import plain
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from labeler.reconciliation.comparison import Comparison
+    from labeler.statistics.verdicts import Significance
+
+
+def render_text(comparison: Comparison) -> str:
+    """A plain-text summary for the terminal: the pair verdicts first, then the runs.
+
+    Usage: ``print(render_text(compare(human, llm, runs)))``
+    """
+    c = comparison
+    sig = c.significance
+    lines = [f"Verdicts {sig.counts_line()} ({test_words(sig)})", plain(c.headline), ""]
+    by = f"@{c.k}" if c.measure is None else f" {c.measure}"
+    header = ["run", f"human{by} [95% CI]", f"llm{by} [95% CI]", "delta", "rank h→l",
+              "judged h/l"]
+    rows = [[plain(r.system), _with_ci(r.human, sig.run_ci(str(r.system), "human")),
+             _with_ci(r.llm, sig.run_ci(str(r.system), "llm")), fmt.num(r.delta, signed=True),
+             f"{_rank(r.rank_human)}→{_rank(r.rank_llm)}",
+             f"{fmt.share(r.judged_share_human)}/{fmt.share(r.judged_share_llm)}"]
+            for r in by_human_rank(c.runs).itertuples()]
+    lines += _table(header, rows)
+    lines.append("")
+    lines += _pair_lines(c)
+    if sig.options.ppi:
+        lines += ["", *_ppi_lines(c)]
+    lines.append("")
+    if c.kendall_tau is None and c.spearman_rho is None:
+        lines.append("Kendall's tau / Spearman's rho: n/a (fewer than two runs scored "
+                     "under both label sets)")
+    else:
+        lines.append(f"Kendall's tau {fmt.num(c.kendall_tau)}, Spearman's rho "
+                     f"{fmt.num(c.spearman_rho)} between the two orders of the runs")
+    swaps = ", ".join(f"{plain(s.human_first)} ↔ {plain(s.llm_first)}" for s in c.swaps)
+    lines.append(f"{len(c.swaps)} of {c.n_pairs} run pairs swap places"
+                 + (f": {swaps}" if swaps else "")
+                 + (f". {swap_significance(c)}." if c.swaps else ""))
+    ideal = c.ideal_summary()
+    lines.append(f"Ideal ranking by LLM grades, NDCG@{c.k} under human labels: mean "
+                 f"{fmt.num(ideal['mean'])}, median {fmt.num(ideal['median'])} over "
+                 f"{ideal['n_queries']} queries (1.0000 = unchanged)")
+    if len(c.most_changed):
+        top = ", ".join(f"{plain(r.query_id)} (|delta| {fmt.num(r.mean_abs_delta)}, delta "
+                        f"{fmt.num(r.mean_delta, signed=True)})"
+                        for r in c.most_changed.itertuples())
+        lines.append(f"Queries that change most (mean |delta| over runs, the order; mean "
+                     f"delta): {top}")
+    return "\n".join(lines) + "\n"
+
+
+def swap_significance(c: Comparison) -> str:
+    """Whether the swapped pairs are significant differences, as a sentence (no final
+    period): ``"Neither swap is a significant difference under either label set"``; ``""``
+    without swaps."""
+    if not c.swaps:
+        return ""
+    pairs = c.significance.pairs
+    verdict = {frozenset((a, b)): v for a, b, v in zip(pairs["a"], pairs["b"], pairs["verdict"])}
+    n = len(c.swaps)
+    real = sum(verdict.get(frozenset((s.human_first, s.llm_first)), "tie") != "tie"
+               for s in c.swaps)
+    if real == 0:
+        who = {1: "The swap is not", 2: "Neither swap is"}.get(n, "None of the swaps is")
+        return f"{who} a significant difference under either label set"
+    if n == 1:
+        return "The swap is a significant difference under at least one label set"
+    what = "is a significant difference" if real == 1 else "are significant differences"
+    return f"{real} of the {n} swaps {what} under at least one label set"
+
+
+def test_words(sig: Significance) -> str:
+    """The test in words: ``"paired t-test, Holm-corrected, alpha 0.05"``."""
+    o = sig.options
+    return f"{o.test_name}, Holm-corrected, alpha {o.alpha:g}"
+
+
+def by_human_rank(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs table, best under human labels first (runs without a human mean last)."""
+    return runs.sort_values(["human", "system"], ascending=[False, True], kind="stable",
+                            na_position="last")
+
+
+def _with_ci(value: Any, ci: tuple[float, float] | None) -> str:
+    if fmt.finite(value) is None:
+        return fmt.MISSING
+    return f"{fmt.num(value)} {fmt.interval(ci)}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(x) for x in col) for col in zip(header, *rows)]
+    lines = ["  ".join(x.ljust(w) if i == 0 else x.rjust(w)
+                       for i, (x, w) in enumerate(zip(row, widths)))
+             for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _pair_lines(c: Comparison) -> list[str]:
+    """The pairs that differ under at least one label set, with their adjusted p-values."""
+    pairs = c.significance.pairs
+    shown = pairs.loc[pairs["verdict"] != "tie"]
+    if not len(pairs):
+        return ["No pair of runs to test (one run)."]
+    if shown.empty:
+        return ["No difference between two runs is significant under either label set."]
+    header = ["pair", "verdict", "human Δ", "p adj.", "LLM Δ", "p adj."]
+    rows = [[f"{plain(r['a'])} − {plain(r['b'])}", str(r["verdict"]),
+             fmt.num(r["human_delta"], signed=True), fmt.pvalue(r["human_p_adjusted"]),
+             fmt.num(r["llm_delta"], signed=True), fmt.pvalue(r["llm_p_adjusted"])]
+            for r in shown.to_dict("records")]
+    intro = (f"Pairs that differ under at least one label set (Δ = mean {c.label} of the "
+             "first minus the second):")
+    return [intro, *_table(header, rows)]
+
+
+def _ppi_lines(c: Comparison) -> list[str]:
+    sig = c.significance
+    header = ["run", f"PPI {c.label}", "95% CI", "human-judged queries"]
+    rows = []
+    for r in by_human_rank(c.runs).itertuples():
+        p = sig.run_ppi(str(r.system))
+        if p is None:
+            rows.append([plain(r.system), *[fmt.MISSING] * 3])
+            continue
+        rows.append([plain(r.system), fmt.num(p["estimate"]), fmt.interval(p["ci"]),
+                     f"{p['n_labelled']} of {p['n_labelled'] + p['n_unlabelled']}"])
+    intro = ("Prediction-powered estimates (LLM labels on every query, corrected by the "
+             "human-judged sample):")
+    lines = [intro, *_table(header, rows)]
+    plan = sig.planning_line()
+    if plan:
+        lines.append(plan)
+    lines += [plain(n) for n in sig.notes]
+    return lines
+
+
+_rank = fmt.count

@@ -1,0 +1,24 @@
+"""The scoring stage: trec_eval-exact measures (NDCG@k and friends) of runs against qrels.
+
+Usage::
+
+    from labeler.scoring import score
+    score("human.qrels", ["bm25.run"], k=10).summary
+"""
+
+from __future__ import annotations
+
+from labeler._lazy import lazy_names
+
+_NAMES = {
+    "score": "results",
+    "evaluate": "results",
+    "evaluate_files": "results",
+    "ScoreResult": "results",
+    "Measure": "measures",
+    "parse_measure": "measures",
+    "parse_measures": "measures",
+}
+__all__ = ["Measure", "ScoreResult", "evaluate", "evaluate_files", "parse_measure",
+           "parse_measures", "score"]
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)
