@@ -133,4 +133,4 @@ def test_python_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Mon
     namespace: dict[str, object] = {"__name__": "__docs__"}
     for i, source in enumerate(runnable_blocks(page)):
         code = compile(source, f"{page.relative_to(ROOT)} (python block {i + 1})", "exec")
-        exec(code, namespace)  # noqa: S102 - the documentation's own examples
+        exec(code, namespace)  # the documentation's own examples
