@@ -15,7 +15,12 @@ from labeler.cli import main
 from labeler.cli.options import InputFormats, echo_result, format_option, read_label_sets, read_side
 
 
-@main.command("judges")
+@main.command("judges", epilog="""\
+\b
+Examples:
+  labeler judges --human human.qrels --llm gpt4o=gpt4o.jsonl --llm llama=llama.jsonl \\
+      --run bm25.run --run dense.run --report judges/
+""")
 @click.option("--human", "human_path", required=True, metavar="QRELS",
               help="Human labels: TREC qrels, CSV, JSONL or Parquet.")
 @click.option("--llm", "llm_specs", required=True, multiple=True, metavar="[NAME=]LABELS",

@@ -22,7 +22,15 @@ from labeler.cli.options import InputFormats, format_option, read_side
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
 
-@main.command("reconcile")
+@main.command("reconcile", epilog="""\
+\b
+Examples:
+  labeler reconcile --llm labels.jsonl --human human.qrels --out merged.jsonl \\
+      --report agreement.json --audit audit.csv --pairs pairs.jsonl
+  # fit a calibration, judged on held-out human labels
+  labeler reconcile --llm labels.jsonl --human human.qrels --out merged.jsonl \\
+      --calibrate --calibration-out calibration.json
+""")
 @click.option("--llm", "llm_path", type=_FILE, required=True,
               help="LLM label records (JSONL/CSV/Parquet) or any qrels form.")
 @click.option("--human", "human_path", type=_FILE, required=True,
@@ -51,8 +59,8 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
               help="Query texts for the audit (instead of --pairs), with --corpus.")
 @click.option("--corpus", "corpus_path", type=_FILE,
               help="Chunk texts for the audit (instead of --pairs), with --queries.")
-@click.option("--grade-map-llm", help="Map raw LLM grades, e.g. '4=3,5=3'.")
-@click.option("--grade-map-human", help="Map raw human grades, e.g. '-1=0'.")
+@click.option("--grade-map-llm", metavar="MAP", help="Map raw LLM grades, e.g. '4=3,5=3'.")
+@click.option("--grade-map-human", metavar="MAP", help="Map raw human grades, e.g. '-1=0'.")
 @format_option("llm", "human", "pairs", "queries", "corpus")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for the bootstrap and the calibration folds.")
@@ -172,7 +180,14 @@ def _counts_text(merged: dict[str, Any]) -> str:
     return ", ".join(parts) or "empty"
 
 
-@main.command("sample")
+@main.command("sample", epilog="""\
+\b
+Examples:
+  labeler sample --labels labels.jsonl --n 200 --human human.qrels --pairs pairs.jsonl \\
+      --out to_annotate.csv
+  # whole random queries, for compare --ppi
+  labeler sample --unit query --n 15 --labels labels.jsonl --pairs pairs.jsonl --out to_judge.csv
+""")
 @click.option("--labels", "labels_path", type=_FILE, required=True,
               help="LLM label records (or qrels) to sample from.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=200, show_default=True,
@@ -191,8 +206,9 @@ def _counts_text(merged: dict[str, Any]) -> str:
 @click.option("--corpus", "corpus_path", type=_FILE,
               help="Chunk texts (instead of --pairs), with --queries.")
 @format_option("labels", "human", "pairs", "queries", "corpus")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--by", default="grade,query_id", show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Random seed of the draw: the same seed and labels give the same sheet.")
+@click.option("--by", default="grade,query_id", show_default=True, metavar="COLUMNS",
               help="Stratify equally over the first column, spread over the others.")
 @click.option("--show-llm-grade", is_flag=True,
               help="Include the LLM's grade in the sheet (hidden by default: it anchors "
