@@ -6,6 +6,10 @@ the first package that names it; later packages link to it). ``<!-- api-index: l
 becomes a table of the package's public names linking to where each is documented. So a name
 added to a package's ``__all__`` appears in the reference without editing the page.
 
+After each ``::: mkdocs-click`` block (which renders a command's help and options), the
+command's examples — the ``Examples:`` of its ``--help`` epilog, which mkdocs-click leaves
+out — are added as a shell block.
+
 Usage (mkdocs.yml)::
 
     hooks:
@@ -20,6 +24,7 @@ import re
 from typing import Any
 
 MARKER = re.compile(r"^<!-- (api|api-index): ([\w.]+) -->$", re.M)
+CLICK_BLOCK = re.compile(r"^::: mkdocs-click\n((?:    :\w+:.*\n)+)", re.M)
 
 
 def public_objects(package: str) -> list[tuple[str, str]]:
@@ -65,6 +70,26 @@ def expand(markdown: str) -> str:
     return MARKER.sub(block, markdown)
 
 
+def with_examples(markdown: str) -> str:
+    """Each mkdocs-click block followed by its command's ``--help`` examples."""
+
+    def block(match: re.Match[str]) -> str:
+        opts = dict(re.findall(r"^    :(\w+): *(.*)$", match.group(1), re.M))
+        command = getattr(importlib.import_module(opts["module"]), opts["command"])
+        epilog = command.epilog or ""
+        if "Examples:" not in epilog:
+            return match.group(0)
+        lines = epilog.split("Examples:", 1)[1].strip("\n").splitlines()
+        body = "\n".join(line[2:] if line.startswith("  ") else line for line in lines)
+        return f"{match.group(0)}\n**Examples**\n\n```bash\n{body}\n```\n\n"
+
+    return CLICK_BLOCK.sub(block, markdown)
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """mkdocs event: expand the API markers of a page."""
-    return expand(markdown) if "<!-- api" in markdown else markdown
+    """mkdocs event: expand the API markers of a page and add the CLI examples."""
+    if "<!-- api" in markdown:
+        markdown = expand(markdown)
+    if "::: mkdocs-click" in markdown:
+        markdown = with_examples(markdown)
+    return markdown
