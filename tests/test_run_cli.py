@@ -166,7 +166,7 @@ def test_a_named_key_variable_that_is_unset_stops_before_the_run(tmp_path: Path,
 def test_summary_strips_control_characters_from_run_tags(tmp_path: Path) -> None:
     from labeler.cli.run_cmd import summary_text
     from labeler.pipeline.drift import compute_drift
-    from labeler.labelling.stage import LabelResult, LabelSummary
+    from labeler.labelling.result import LabelResult, LabelSummary
     from labeler.pipeline.nightly import RunOutcome
     from labeler.scoring.results import score
 

@@ -58,7 +58,7 @@ def check_judge(cfg: Config) -> None:
 def check_ppi(cfg: Config, pairs: pd.DataFrame, human: pd.DataFrame | None) -> None:
     """With ``statistics.ppi``, some queries must be left to the LLM alone: say so before
     the judge runs, not after."""
-    if not cfg.statistics.ppi:
+    if not cfg.statistics.options().ppi:
         return
     if human is None:
         raise ConfigError("`statistics.ppi` needs a [human] sample: a random sample of whole "

@@ -45,7 +45,7 @@ from labeler.pipeline.rundir import (finish_run_dir, hold_lock, latest_run, log_
 
 if TYPE_CHECKING:
     from labeler.reconciliation.comparison import Comparison
-    from labeler.labelling.stage import LabelResult
+    from labeler.labelling.result import LabelResult
     from labeler.reconciliation.stage import Reconciliation
     from labeler.scoring.results import ScoreResult
 
@@ -265,11 +265,12 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
                 files.update({f"report.{kind}": p for kind, p in paths.items()})
 
     score_dict = scores.to_dict() if scores is not None else None
+    stats = cfg.statistics.options()
     drift = compute_drift(prev_labels, records, prev_scores, score_dict,
                           max_changed_share=cfg.drift.max_changed_share,
                           max_ndcg_delta=cfg.drift.max_ndcg_delta, previous=prev_id,
-                          alpha=cfg.statistics.alpha, test=cfg.statistics.test,
-                          permutations=cfg.statistics.permutations, seed=cfg.statistics.seed,
+                          alpha=stats.alpha, test=stats.test,
+                          permutations=stats.permutations, seed=stats.seed,
                           notes=_drift_notes(prev_manifest, summary))
     files["drift.json"] = io.write_json(drift.to_dict(), run_dir / "drift.json")
     if prev_id is not None:
@@ -298,16 +299,16 @@ def _reconcile(cfg: Config, records: pd.DataFrame, pairs: pd.DataFrame, human: p
                     bootstrap=cfg.human.bootstrap, unit=cfg.human.bootstrap_unit, pairs=pairs)
     if rec.agreement is None:
         log.warning("no pair is judged by both the LLM and the human sample: no agreement")
-    else:
-        files["agreement.json"] = io.write_json(rec.to_dict(), run_dir / "agreement.json")
-    if rec.audit is not None:
-        files["disagreements.jsonl"] = io.write_table(rec.audit,
-                                                      run_dir / "disagreements.jsonl")
+    written = rec.write(merged=run_dir / "merged.jsonl", qrels=run_dir / "merged.qrels",
+                        audit=run_dir / "disagreements.jsonl",
+                        calibration=run_dir / "calibration.json",
+                        report=run_dir / "agreement.json")
+    names = {"report": "agreement.json", "audit": "disagreements.jsonl",
+             "calibration": "calibration.json", "merged": "merged.jsonl",
+             "qrels": "merged.qrels"}
+    files.update({names[kind]: path for kind, path in written.items()})
     if rec.calibration is not None:
-        files["calibration.json"] = rec.calibration.save(run_dir / "calibration.json")
         log.info("calibration (held out): %s", (rec.calibration_report or {}).get("after"))
-    files["merged.jsonl"] = io.write_labels(rec.merged, run_dir / "merged.jsonl")
-    files["merged.qrels"] = io.write_qrels(rec.merged, run_dir / "merged.qrels")
     return rec
 
 

@@ -242,7 +242,7 @@ def write_report(comparison: Comparison, out_dir: str | os.PathLike[str],
 
     Usage::
 
-        paths = write_report(compare(h, l, runs), "report/")
+        paths = write_report(compare(human=h, llm=l, runs=runs), "report/")
     """
     agree = as_agreement(agreement)
     out = Path(out_dir)
