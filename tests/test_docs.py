@@ -134,3 +134,23 @@ def test_python_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Mon
     for i, source in enumerate(runnable_blocks(page)):
         code = compile(source, f"{page.relative_to(ROOT)} (python block {i + 1})", "exec")
         exec(code, namespace)  # the documentation's own examples
+
+
+API_PAGE = DOCS / "api.md"
+
+
+def test_every_public_name_of_the_api_reference_resolves() -> None:
+    """The API reference is generated from each package's ``__all__``: every name must import
+    (a lazy name pointing at the wrong module breaks the reference and the user's import)."""
+    packages = re.findall(r"^<!-- api(?:-index)?: ([\w.]+) -->$",
+                          API_PAGE.read_text(encoding="utf-8"), re.M)
+    assert "labeler" in packages and "labeler.scoring" in packages
+    broken = []
+    for package in packages:
+        mod = importlib.import_module(package)
+        for name in getattr(mod, "__all__", []):
+            try:
+                getattr(mod, name)
+            except (AttributeError, ImportError) as exc:
+                broken.append(f"{package}.{name}: {exc}")
+    assert not broken, broken
