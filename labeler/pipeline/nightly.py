@@ -251,19 +251,6 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
         with _stage("score", timings):
             scores, comparison = _score(cfg, records, rec.merged if rec else None, human,
                                         runs, pairs, run_dir, files)
-        if comparison is not None:
-            with _stage("report", timings):
-                from labeler.report.comparison import write_report
-
-                from labeler.pipeline.provenance import judge_summary
-
-                judge = {**judge_summary(records, source=files["labels.jsonl"],
-                                         prices=cfg.price_table()),
-                         "source": "labels.jsonl of this run"}
-                paths = write_report(comparison, run_dir / "report", agreement=agreement_dict,
-                                     title=cfg.title or "labeler run", judge=judge)
-                files.update({f"report.{kind}": p for kind, p in paths.items()})
-
     score_dict = scores.to_dict() if scores is not None else None
     stats = cfg.statistics.options()
     drift = compute_drift(prev_labels, records, prev_scores, score_dict,
@@ -274,8 +261,21 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
                           notes=_drift_notes(prev_manifest, summary))
     files["drift.json"] = io.write_json(drift.to_dict(), run_dir / "drift.json")
     if prev_id is not None:
-        log.info("drift vs %s: %d of %d grades changed; %s", prev_id, drift.n_changed,
-                 drift.n_compared, "; ".join(drift.reasons) or "within thresholds")
+        log.info("drift vs %s: %d of %d grades changed, %d threshold(s) crossed (drift.json)",
+                 prev_id, drift.n_changed, drift.n_compared, len(drift.reasons))
+    if comparison is not None:
+        with _stage("report", timings):
+            from labeler.report.comparison import write_report
+
+            from labeler.pipeline.provenance import judge_summary
+
+            judge = {**judge_summary(records, source=files["labels.jsonl"],
+                                     prices=cfg.price_table()),
+                     "source": "labels.jsonl of this run"}
+            paths = write_report(comparison, run_dir / "report", agreement=agreement_dict,
+                                 title=cfg.title or "labeler run", judge=judge,
+                                 drift=drift.to_dict() if prev_id is not None else None)
+            files.update({f"report.{kind}": p for kind, p in paths.items()})
 
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
     outcome = RunOutcome(run_dir=run_dir, files=files, manifest={}, drift=drift,
