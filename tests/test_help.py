@@ -62,6 +62,12 @@ def test_every_option_has_help(name: str) -> None:
     assert not missing, f"labeler {name}: options without help text: {missing}"
 
 
+def test_the_program_help_has_examples() -> None:
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0 and "Examples:" in result.output
+    assert "labeler demo" in result.output
+
+
 def test_file_options_say_file() -> None:
     text = help_of("label")
     for flag in ("--examples", "--batch-file-out", "--batch-file-in", "--pairs", "--out"):
