@@ -16,6 +16,7 @@ from labeler.schema import GAINS
 from labeler.cli import main
 from labeler.cli.options import (InputFormats, echo_result, format_option, read_side, stats_options,
                                  stats_settings)
+from labeler.cli.pair_progress import PairProgress
 
 DEFAULT_TITLE = "Human vs LLM labels"
 
@@ -63,12 +64,16 @@ Examples:
               help="A `labeler reconcile --report` JSON: adds the confusion matrix to the report.")
 @click.option("--title", default=DEFAULT_TITLE, show_default=True, metavar="TITLE",
               help="Title of the report.")
+@click.option("--complete", is_flag=True,
+              help="Count, as 0, a query of a label set that a run lacks (trec_eval -c, as in "
+                   "`labeler score --complete`). Without it, runs are ranked only on the "
+                   "queries every run scores under both label sets.")
 @stats_options()
 def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                 ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: str,
                 include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,
                 queries_path: str | None, top: int, as_json: bool, report_dir: str | None,
-                agreement_path: str | None, title: str, **stats: Any) -> None:
+                agreement_path: str | None, title: str, complete: bool, **stats: Any) -> None:
     """How much NDCG and the order of the runs change between human and LLM labels, and
     which differences between runs are real under each."""
     if not run_paths:  # the label-only case: say where to go instead of "missing --run"
@@ -109,9 +114,10 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
         queries = io.read_queries(queries_path, formats["queries"]) if queries_path else None
     agreement = load_agreement(agreement_path) if agreement_path else None
     options = stats_settings(stats)
-    result = compare(human=human, llm=llm, runs=runs, k=k, gain=gain,
-                     include_empty=include_empty, top=top, queries=queries, stats=options,
-                     measure=measure)
+    with PairProgress() as progress:
+        result = compare(human=human, llm=llm, runs=runs, k=k, gain=gain,
+                         include_empty=include_empty, top=top, queries=queries, stats=options,
+                         measure=measure, complete=complete, progress=progress)
     echo_result(result, as_json)
     if report_dir:
         from labeler.pipeline.provenance import judge_summary

@@ -148,8 +148,8 @@ class ScoreResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: ``{"k": [...], "runs": {tag: {"ndcg@k": {...},
-        "<measure>": {...}}}}``; each measure has ``ci``, the 95% t-interval of its mean (null
-        below two queries)."""
+        "<measure>": {...}}}}``; each measure has ``ci``, the 95% t-interval of its mean, clipped
+        to [0, 1] where every measure lies (null below two queries)."""
         from labeler.statistics.inference import mean_ci
 
         runs: dict[str, Any] = {s: {} for s in self.systems}
@@ -163,7 +163,7 @@ class ScoreResult:
                 "median": _num(row.median),
                 "n_queries": int(row.n_queries),
                 "per_query": dict(zip(query[kept].tolist(), ndcg[kept].tolist())),
-                "ci": _interval(mean_ci(ndcg[kept])),
+                "ci": _interval(mean_ci(ndcg[kept], bounds=(0.0, 1.0))),
                 "n_empty": int(row.n_empty),
                 "n_not_in_qrels": int(row.n_not_in_qrels),
                 "judged_share": _num(row.judged_share),
@@ -181,7 +181,7 @@ class ScoreResult:
                     "mean": _num(row.mean), "median": _num(row.median),
                     "n_queries": int(row.n_queries), "per_query": per_query,
                     "ci": _interval(mean_ci(np.fromiter(per_query.values(), float,
-                                                        len(per_query)))),
+                                                        len(per_query)), bounds=(0.0, 1.0))),
                     "n_empty": int(row.n_empty)}
         out: dict[str, Any] = {"k": list(self.ks), "runs": runs}
         if self.measures:
