@@ -32,7 +32,8 @@ Examples:
   labeler judges --human human.qrels --llm labels.jsonl --report judges/
 """)
 @click.option("--human", "human_path", required=True, metavar="QRELS",
-              help="Human labels: TREC qrels, CSV, JSONL or Parquet.")
+              help="Human labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
+                   "ir_datasets dataset's qrels).")
 @click.option("--llm", "llm_path", required=True, metavar="LABELS",
               help="LLM labels: label records (failed rows left out) or any qrels form.")
 @click.option("--run", "run_paths", multiple=True, metavar="[NAME=]RUN",
@@ -54,7 +55,8 @@ Examples:
 @click.option("--grade-map-llm", metavar="MAP", default=None,
               help="Map raw LLM grades, e.g. '4=3'.")
 @click.option("--queries", "queries_path", metavar="FILE", default=None,
-              help="Query texts (TSV id<TAB>text, CSV, JSONL) for the most-changed table.")
+              help="Query texts (TSV id<TAB>text, CSV, JSONL, or irds:<id>) for the "
+                   "most-changed table.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the most-changed queries to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")

@@ -22,7 +22,8 @@ Examples:
       --run bm25.run --run dense.run --report judges/
 """)
 @click.option("--human", "human_path", required=True, metavar="QRELS",
-              help="Human labels: TREC qrels, CSV, JSONL or Parquet.")
+              help="Human labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
+                   "ir_datasets dataset's qrels).")
 @click.option("--llm", "llm_specs", required=True, multiple=True, metavar="[NAME=]LABELS",
               help="A judge's labels (records or qrels); repeat for every judge. NAME= names "
                    "it (default: the file name).")

@@ -188,6 +188,22 @@ class ScoreResult:
             out["measures"] = [m.key for m in self.measures]
         return out
 
+    def to_pyterrier(self, perquery: bool = False) -> pd.DataFrame:
+        """The figures as ``pt.Experiment`` gives them: one row per run (``name``, then one
+        column per measure, its mean), or with ``perquery`` long rows ``name, qid, measure,
+        value``.
+
+        Usage: ``labeler.score(qrels, runs, measures=["AP"]).to_pyterrier()``
+        """
+        runs = self.to_dict()["runs"]
+        if perquery:
+            rows = [(name, q, key, v) for name, entry in runs.items()
+                    for key, block in entry.items() for q, v in block["per_query"].items()]
+            return pd.DataFrame(rows, columns=["name", "qid", "measure", "value"])
+        return pd.DataFrame([{"name": name, **{key: block["mean"] for key, block in
+                                               entry.items()}}
+                             for name, entry in runs.items()])
+
     def counted(self) -> pd.Series:
         """Rows of ``values`` that enter means and per-query lists."""
         v = self.values
