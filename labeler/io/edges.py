@@ -34,6 +34,13 @@ __all__ = ["as_corpus", "as_labels", "as_pairs", "as_qrels", "as_queries", "as_r
 
 PairsLike: TypeAlias = (str | os.PathLike[str] | pd.DataFrame | Sequence[Mapping[str, Any]]
                         | Any)
+QrelsLike: TypeAlias = pd.DataFrame | str | os.PathLike[str] | Mapping[str, Mapping[str, int]]
+"""Qrels as a stage takes them: a path, a frame, ``{qid: {docid: grade}}``."""
+RunsLike: TypeAlias = (pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+                       | Mapping[str, Mapping[str, float]])
+"""Runs as a stage takes them: paths, a frame, ``{name: path}``, ``{qid: {docid: score}}``."""
+QueriesLike: TypeAlias = pd.DataFrame | str | os.PathLike[str] | Mapping[str, str] | None
+"""Query texts: a path, a frame, ``{qid: text}``."""
 """A path, ``irds:<id>`` or dataset (its judged pairs), a DataFrame or records."""
 
 
