@@ -32,22 +32,24 @@ if TYPE_CHECKING:
     from labeler.reconciliation.comparison import Comparison, compare
     from labeler.io import (read_corpus, read_labels, read_pairs, read_qrels, read_queries,
                             read_run, read_runs)
-    from labeler.labelling.stage import LabelResult, label
+    from labeler.labelling.result import LabelResult
+    from labeler.labelling.stage import label
     from labeler.labelling.pooling import pool
     from labeler.reconciliation.stage import Reconciliation, reconcile
     from labeler.scoring.results import ScoreResult, score
     from labeler.settings import JudgeConfig
-    from labeler.statistics.verdicts import Significance, StatsOptions
+    from labeler.statistics.options import StatsOptions
+    from labeler.statistics.verdicts import Significance
 
 _LAZY: dict[str, str] = {
-    "label": "labelling.stage", "LabelResult": "labelling.stage",
+    "label": "labelling.stage", "LabelResult": "labelling.result",
     "pool": "labelling.pooling",
     "reconcile": "reconciliation.stage", "Reconciliation": "reconciliation.stage",
     "AgreementReport": "reconciliation.agreement",
     "score": "scoring.results", "ScoreResult": "scoring.results",
     "compare": "reconciliation.comparison", "Comparison": "reconciliation.comparison",
     "JudgeConfig": "settings",
-    "StatsOptions": "statistics.verdicts", "Significance": "statistics.verdicts",
+    "StatsOptions": "statistics.options", "Significance": "statistics.verdicts",
     **{name: "io" for name in ("read_pairs", "read_queries", "read_corpus", "read_qrels",
                                "read_run", "read_runs", "read_labels")},
 }

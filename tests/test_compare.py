@@ -22,7 +22,7 @@ from labeler import io
 from labeler.scoring import results as scoring
 from labeler.cli import main
 from labeler.reconciliation.comparison import Comparison, compare
-from labeler.errors import InputError
+from labeler.errors import ConfigError
 
 K = 10
 SPEC_KEYS = {"k", "runs", "kendall_tau", "spearman_rho"}
@@ -305,7 +305,7 @@ def test_ideal_ranking_change_scores_the_llm_order_with_human_labels() -> None:
 
 
 def test_bad_k_is_an_input_error(human: pd.DataFrame, runs: pd.DataFrame) -> None:
-    with pytest.raises(InputError, match="k must be a positive integer"):
+    with pytest.raises(ConfigError, match="k must be a positive integer"):
         compare(human=human, llm=human, runs=runs, k=0)
 
 

@@ -139,6 +139,30 @@ def test_pooling_names_the_run_whose_chunk_is_not_in_the_corpus(tmp_path: Path) 
                "lexical", "--out", tmp_path / "o.jsonl")
     assert res.exit_code == 2
     assert "mine.run" in res.stderr and "'d9'" in res.stderr and "corpus" in res.stderr
+    assert "--skip-missing" in res.stderr
+
+
+def test_skip_missing_pools_what_has_texts_and_says_what_it_left_out(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"chunk_id": "d1", "chunk": "text"}\n{"chunk_id": "d3", "chunk": "more"}\n')
+    run = tmp_path / "mine.run"
+    run.write_text("q1 Q0 d1 1 3.0 mine\nq1 Q0 d9 2 2.0 mine\nq1 Q0 d3 3 1.0 mine\n"
+                   "q2 Q0 d1 1 1.0 mine\n")
+    queries = tmp_path / "q.tsv"
+    queries.write_text("q1\tsome query\n")
+    out = tmp_path / "o.jsonl"
+    res = _run("label", "--queries", queries, "--corpus", corpus, "--run", run, "--model",
+               "lexical", "--out", out, "--skip-missing")
+    assert res.exit_code == 0, res.output
+    labels = io.read_labels(out)
+    assert sorted(labels["chunk_id"]) == ["d1", "d3"] and set(labels["query_id"]) == {"q1"}
+    assert ("skipped 2 pooled pairs without a text: 1 chunks missing from the corpus, "
+            "1 queries missing from the queries") in res.stderr
+    pooled = tmp_path / "pairs.jsonl"
+    res = _run("pool", "--queries", queries, "--corpus", corpus, "--run", run, "--out", pooled,
+               "--skip-missing")
+    assert res.exit_code == 0 and "skipped 2 pooled pairs" in res.stderr
+    assert len(io.read_pairs(pooled)) == 2
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from labeler.errors import ConfigError
-from labeler.judges.probe import ATTACKS, FAKE_ANSWER, INSTRUCTION, attack, probe, sample_pairs
+from labeler.labelling.probe import ATTACKS, FAKE_ANSWER, INSTRUCTION, attack, probe, sample_pairs
 from labeler.testing import FakeLLMServer
 from labeler.testing.behaviour import gullible_grade, honest_grade
 

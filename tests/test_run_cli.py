@@ -96,7 +96,16 @@ def test_nightly_job_outputs_cache_and_drift(tmp_path: Path, fake_llm,
                  "--drift-threshold", "1")
     assert third.exit_code == 4, third.output
     assert "drift past the thresholds" in third.stderr
+    table = [line for line in third.output.splitlines() if "LLM grades changed" in line]
+    assert len(table) == 1 and "YES" in table[0] and "5.0%" in table[0]
+    lines = third.output.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("drift vs"))
+    block = lines[start:next(i for i, x in enumerate(lines) if x.startswith("report:"))]
+    assert len(block) <= 10 and max(map(len, block)) < 130  # a short table, not one long line
     run3 = _latest(out)
+    html = (run3 / "report" / "report.html").read_text()
+    assert "Drift since the previous run" in html and run2.name in html
+    assert "Drift since the previous run" in (run3 / "report" / "report.md").read_text()
     drift = json.loads((run3 / "drift.json").read_text())
     assert drift["previous"] == run2.name and drift["drifted"] is True
     assert drift["labels"]["n_changed"] == expect_changed > 0
@@ -166,7 +175,7 @@ def test_a_named_key_variable_that_is_unset_stops_before_the_run(tmp_path: Path,
 def test_summary_strips_control_characters_from_run_tags(tmp_path: Path) -> None:
     from labeler.cli.run_cmd import summary_text
     from labeler.pipeline.drift import compute_drift
-    from labeler.labelling.stage import LabelResult, LabelSummary
+    from labeler.labelling.result import LabelResult, LabelSummary
     from labeler.pipeline.nightly import RunOutcome
     from labeler.scoring.results import score
 

@@ -8,12 +8,14 @@ Usage::
 
 from __future__ import annotations
 
+from typing import Any
 
 import click
 
 from labeler.schema import GAINS
 from labeler.cli import main
-from labeler.cli.options import InputFormats, echo_result, format_option, read_side
+from labeler.cli.options import (InputFormats, echo_result, format_option, read_side, stats_options,
+                                 stats_settings)
 
 DEFAULT_TITLE = "Human vs LLM labels"
 
@@ -51,29 +53,12 @@ DEFAULT_TITLE = "Human vs LLM labels"
 @click.option("--agreement", "agreement_path", metavar="REPORT.json", default=None,
               help="A `labeler reconcile --report` JSON: adds the confusion matrix to the report.")
 @click.option("--title", default=DEFAULT_TITLE, show_default=True, help="Title of the report.")
-@click.option("--test", "test", type=click.Choice(["t", "randomization"]), default="t",
-              show_default=True,
-              help="Paired test of every pair of runs under each label set: Student's t, or "
-                   "the sign-flip randomization test.")
-@click.option("--permutations", type=click.IntRange(min=1), default=10_000, show_default=True,
-              help="Random sign flips of the randomization test (all of them when there are "
-                   "fewer).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Random seed of the randomization test.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True,
-              help="Significance level of a difference, after Holm's correction over the "
-                   "pairs.")
-@click.option("--ppi", is_flag=True,
-              help="Prediction-powered NDCG: the human labels cover a random sample of whole "
-                   "queries (`labeler sample --unit query`), the LLM labels every query; each "
-                   "mean and difference is the LLM one corrected by the sample.")
+@stats_options()
 def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                 ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: str,
                 include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,
                 queries_path: str | None, top: int, as_json: bool, report_dir: str | None,
-                agreement_path: str | None, title: str, test: str, permutations: int,
-                seed: int, alpha: float, ppi: bool) -> None:
+                agreement_path: str | None, title: str, **stats: Any) -> None:
     """How much NDCG and the order of the runs change between human and LLM labels, and
     which differences between runs are real under each."""
     from labeler import io
@@ -83,7 +68,6 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
     from labeler.io import parse_run_arg
     from labeler.io.guard import check_outputs
     from labeler.report.comparison import load_agreement, write_report
-    from labeler.statistics.verdicts import StatsOptions
 
     check_outputs({"--human": human_path, "--llm": llm_path,
                    "--run": [parse_run_arg(r)[1] for r in run_paths],
@@ -107,8 +91,7 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
         runs = io.read_runs(list(run_paths), formats["run"])
         queries = io.read_queries(queries_path, formats["queries"]) if queries_path else None
     agreement = load_agreement(agreement_path) if agreement_path else None
-    options = StatsOptions(test=test, alpha=alpha, permutations=permutations, seed=seed,
-                           ppi=ppi)
+    options = stats_settings(stats)
     result = compare(human=human, llm=llm, runs=runs, k=k, gain=gain,
                      include_empty=include_empty, top=top, queries=queries, stats=options,
                      measure=measure)

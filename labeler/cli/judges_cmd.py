@@ -64,7 +64,7 @@ def judges_cmd(human_path: str, llm_specs: tuple[str, ...], run_paths: tuple[str
         sets = read_label_sets(llm_specs, grade_map_llm, formats["llm"])
         runs = io.read_runs(list(run_paths), formats["run"]) if run_paths else None
     board = leaderboard(human=human, llm=sets, runs=runs, k=k, bootstrap=bootstrap, seed=seed,
-                        top=top)
+                        top=top, progress=None)
     echo_result(board, as_json)
     if report_dir:
         paths = write_judges_report(board, report_dir)

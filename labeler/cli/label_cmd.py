@@ -39,6 +39,9 @@ _OUT_FORMATS = ("jsonl", "csv", "parquet")
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")
+@click.option("--skip-missing", is_flag=True,
+              help="With --run: leave out pooled chunks (and queries) that have no text in "
+                   "--corpus (--queries), and say how many, instead of stopping at the first.")
 @format_option("pairs", "queries", "corpus", "run", flag="--input-format")
 @judge_options()
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -55,8 +58,8 @@ _OUT_FORMATS = ("jsonl", "csv", "parquet")
                    'optional "batch_input"/"batch_output" (else half, with --batch).')
 def label_command(pairs_path: Path | None, queries_path: Path | None,
                   corpus_path: Path | None, run_paths: tuple[str, ...], depth: int,
-                  fmt: tuple[str, ...], cache_dir: Path | None, no_cache: bool, out: Path | None,
-                  out_format: str | None,
+                  skip_missing: bool, fmt: tuple[str, ...], cache_dir: Path | None,
+                  no_cache: bool, out: Path | None, out_format: str | None,
                   qrels_out: Path | None, prices: Path | None, **options: Any) -> None:
     """Judge (query, chunk) pairs 0-3 with an LLM; one label record per pair.
 
@@ -86,7 +89,8 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
              "run": list(run_paths)}
     formats = InputFormats(fmt, paths, flag="--input-format")
     with formats:   # also for the few-shot examples: a hint to force theirs is left out
-        pairs = _read_input(pairs_path, queries_path, corpus_path, run_paths, depth, formats)
+        pairs = _read_input(pairs_path, queries_path, corpus_path, run_paths, depth, formats,
+                            skip_missing)
         try:
             result = label(pairs, cache_dir=cache_dir, no_cache=no_cache,
                            prices=load_prices(prices) if prices else None,
@@ -135,10 +139,10 @@ def _out_format(out: Path) -> str:
 
 
 def _read_input(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path | None,
-                run_paths: tuple[str, ...], depth: int, formats: InputFormats
-                ) -> pd.DataFrame:
+                run_paths: tuple[str, ...], depth: int, formats: InputFormats,
+                skip_missing: bool = False) -> pd.DataFrame:
     from labeler import io
-    from labeler.labelling.pooling import pool_files
+    from labeler.labelling.pooling import pool_files, skipped_text
 
     pooled = queries_path or corpus_path or run_paths
     if pairs_path is not None:
@@ -148,6 +152,9 @@ def _read_input(pairs_path: Path | None, queries_path: Path | None, corpus_path:
     if not (queries_path and corpus_path and run_paths):
         raise ConfigError("give --pairs FILE, or --queries FILE --corpus FILE --run FILE "
                           "[--run FILE ...] --depth K to pool the pairs from runs")
-    return pool_files(queries_path, corpus_path, list(run_paths), depth=depth,
-                      fmt=formats["run"], queries_fmt=formats["queries"],
-                      corpus_fmt=formats["corpus"])
+    pairs = pool_files(queries_path, corpus_path, list(run_paths), depth=depth,
+                       fmt=formats["run"], queries_fmt=formats["queries"],
+                       corpus_fmt=formats["corpus"], skip_missing=skip_missing)
+    if (skipped := skipped_text(pairs)) is not None:
+        click.echo(skipped, err=True)
+    return pairs

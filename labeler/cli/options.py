@@ -35,6 +35,8 @@ __all__ = [
     "judge_settings",
     "read_label_sets",
     "read_side",
+    "stats_options",
+    "stats_settings",
 ]
 
 
@@ -101,6 +103,44 @@ def judge_options(*, include: Iterable[str] | None = None, exclude: Iterable[str
         return fn
 
     return decorate
+
+
+def stats_options() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding one option per statistics option of
+    :class:`~labeler.statistics.options.StatsOptions` (``--test``, ``--alpha``, ...)."""
+    from labeler.statistics.options import option_specs
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for spec in reversed(option_specs()):
+            decls = [flag_of(spec.name), f"stats_{spec.name}"]
+            if spec.kind is bool:
+                fn = click.option(*decls, is_flag=True, help=spec.help)(fn)
+                continue
+            if spec.choices is not None:
+                kind: Any = click.Choice(list(spec.choices))
+            elif spec.kind is int:
+                lo, hi = spec.bounds.get("ge"), spec.bounds.get("le")
+                kind = click.IntRange(min=None if lo is None else int(lo),
+                                      max=None if hi is None else int(hi))
+            else:
+                kind = click.FloatRange(min=spec.bounds.get("gt", spec.bounds.get("ge")),
+                                        max=spec.bounds.get("lt", spec.bounds.get("le")),
+                                        min_open="gt" in spec.bounds,
+                                        max_open="lt" in spec.bounds)
+            fn = click.option(*decls, type=kind, default=spec.default, show_default=True,
+                              help=spec.help)(fn)
+        return fn
+
+    return decorate
+
+
+def stats_settings(params: dict[str, Any]) -> Any:
+    """Pop the statistics options out of a command's keyword arguments, as
+    :class:`~labeler.statistics.options.StatsOptions`."""
+    from labeler.statistics.options import StatsOptions
+
+    return StatsOptions(**{name.removeprefix("stats_"): params.pop(name)
+                           for name in list(params) if name.startswith("stats_")})
 
 
 def judge_settings(params: dict[str, Any]) -> dict[str, Any]:

@@ -27,20 +27,25 @@ from labeler.cli.options import InputFormats, format_option
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")
+@click.option("--skip-missing", is_flag=True,
+              help="Leave out pooled chunks (and queries) that have no text in --corpus "
+                   "(--queries), and say how many, instead of stopping at the first.")
 @format_option("queries", "corpus", "run")
 @click.option("--out", type=_FILE, required=True,
               help="The pooled pairs with texts: query_id, query, chunk_id, chunk "
                    "(.jsonl, .csv or .parquet) — for annotators, or `labeler label --pairs`.")
 def pool_command(queries_path: Path, corpus_path: Path, run_paths: tuple[str, ...],
-                 depth: int, fmt: tuple[str, ...], out: Path) -> None:
+                 depth: int, skip_missing: bool, fmt: tuple[str, ...], out: Path) -> None:
     """Pool the top K of each run per query into pairs with texts (how TREC builds pools)."""
     from labeler import io
-    from labeler.labelling.pooling import pool_files
+    from labeler.labelling.pooling import pool_files, skipped_text
 
     with InputFormats(fmt, {"queries": queries_path, "corpus": corpus_path,
                             "run": list(run_paths)}) as formats:
         pairs = pool_files(queries_path, corpus_path, list(run_paths), depth=depth,
                            fmt=formats["run"], queries_fmt=formats["queries"],
-                           corpus_fmt=formats["corpus"])
+                           corpus_fmt=formats["corpus"], skip_missing=skip_missing)
     io.write_table(pairs, out)
+    if (skipped := skipped_text(pairs)) is not None:
+        click.echo(skipped, err=True)
     click.echo(f"{len(pairs)} pairs over {pairs['query_id'].nunique()} queries -> {out}")

@@ -32,7 +32,7 @@ def probe_cmd(n_pairs: int, seed: int, cache_dir: Path | None, no_cache: bool, a
     """Judge real sample pairs and adversarial twins of them (query words stuffed in, a note
     asking for grade 3, a fake JSON answer); report how often and how much grades rise."""
     from labeler.io.guard import check_outputs
-    from labeler.judges.probe import probe
+    from labeler.labelling.probe import probe
 
     check_outputs({}, dirs={"--cache-dir": cache_dir})
     result = probe(n=n_pairs, seed=seed, cache_dir=cache_dir, no_cache=no_cache,

@@ -70,7 +70,6 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
                       fmt: tuple[str, ...], seed: int, bootstrap: int, bootstrap_unit: str,
                       as_json: bool) -> None:
     """How far LLM labels agree with human labels, and the merged label set."""
-    from labeler import io
     from labeler.reconciliation.agreement import read_human, read_llm
     from labeler.reconciliation.calibrate import Calibration
     from labeler.io.guard import check_outputs
@@ -103,23 +102,18 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
         from labeler.reconciliation.agreement import joined
 
         joined(llm=llm, human=human)  # raises the error that says why nothing overlaps
-    data: dict[str, Any] = {**rec.to_dict(), "llm": str(llm_path), "human": str(human_path)}
+    extra: dict[str, Any] = {"llm": str(llm_path), "human": str(human_path)}
+    data: dict[str, Any] = rec.to_dict()
     if calibration_in and "calibration" in data:
-        data["calibration"] = {"loaded_from": str(calibration_in), **data["calibration"]}
-    data["merged"] = {"path": str(out), **data["merged"]}
+        extra["calibration"] = {"loaded_from": str(calibration_in), **data["calibration"]}
+    extra["merged"] = {"path": str(out), **data["merged"]}
     if audit and rec.audit is not None:
-        data["audit"] = {"path": str(audit), "min_gap": min_gap, "n": len(rec.audit)}
+        extra["audit"] = {"path": str(audit), "min_gap": min_gap, "n": len(rec.audit)}
+    data.update(extra)
 
     # Write everything only once every step has succeeded.
-    io.write_labels(rec.merged, out)
-    if qrels_out:
-        io.write_qrels(rec.merged, qrels_out)
-    if audit and rec.audit is not None:
-        io.write_table(rec.audit, audit)
-    if rec.calibration is not None and calibration_out:
-        rec.calibration.save(calibration_out)
-    if report:
-        io.write_json(data, report)
+    rec.write(merged=out, qrels=qrels_out, audit=audit, calibration=calibration_out,
+              report=report, report_extra=extra)
 
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False))

@@ -87,8 +87,7 @@ def summary_text(outcome: RunOutcome) -> str:
                                                 for m, v in measures.items()))
     drift = outcome.drift
     if drift.previous is not None:
-        lines.append(f"drift vs {drift.previous}: {drift.n_changed} of {drift.n_compared} "
-                     f"grades changed; " + ("; ".join(drift.reasons) or "within thresholds"))
+        lines.extend(drift.to_text().splitlines())
     if outcome.report_html is not None:
         lines.append(f"report: {_shown(outcome.report_html)}")
     lines.append(f"run directory: {_shown(outcome.run_dir)}")
@@ -98,8 +97,8 @@ def summary_text(outcome: RunOutcome) -> str:
 def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> None:
     click.echo(summary_text(outcome))
     if fail_on_drift and outcome.drift.drifted:
-        raise DriftError("drift past the thresholds: " + "; ".join(outcome.drift.reasons)
-                         + f" (see {_shown(outcome.run_dir / 'drift.json')})")
+        raise DriftError(f"drift past the thresholds ({len(outcome.drift.reasons)} crossed): "
+                         f"see the table above and {_shown(outcome.run_dir / 'drift.json')}")
     if outcome.n_failed:
         click.echo(f"labeler: {outcome.n_failed} pairs failed (status 'failed' in "
                    f"labels.jsonl, reason in 'error')", err=True)
@@ -155,7 +154,8 @@ def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_
     """
     from labeler.labelling.batchfile import BatchFileWritten, BatchNotReady
     from labeler.pipeline.config import load_config
-    from labeler.pipeline.nightly import check_run, run_pipeline
+    from labeler.pipeline.check import check_run
+    from labeler.pipeline.nightly import run_pipeline
 
     cfg = load_config(config)
     updates: dict[str, Any] = {}

@@ -12,28 +12,28 @@ from __future__ import annotations
 
 import csv
 import json
-import lzma
 import os
 import re
 import warnings
-import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from io import TextIOWrapper
 from pathlib import Path
-from typing import Any, BinaryIO, TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
 from labeler.errors import InputError
+from labeler.io.lines import (_DECOMPRESS_ERRORS, _INT_RE, COMPRESSED, UTF8_ADVICE, _corrupt,
+                              _first_bad_line, _open_binary, _text_lines, _trec_kind, _first_line,
+                              sniff_trec)
 from labeler.schema import GRADES
 
 PathLike: TypeAlias = str | os.PathLike[str]
 GradeMap: TypeAlias = Mapping[str, int] | None
 
 TABLE_FORMATS = ("csv", "jsonl", "parquet", "tsv")
-COMPRESSED = (".gz", ".bz2", ".xz")
 _EXT_FORMATS = {
     ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
     ".parquet": "parquet", ".pq": "parquet", ".tsv": "tsv",
@@ -44,14 +44,10 @@ _WEAK_EXTS = (".txt",)
 FORMAT_HINT = ", or give the format (`fmt`)"
 """The end of a message about a format that could not be told; the CLI names its own flag
 (or drops the hint where the command has none)."""
-_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
 
 Locator = Callable[[int], dict[str, int]]
 """Maps a 0-based DataFrame position to ``{"line": n}`` or ``{"row": n}`` for error messages."""
 
-UTF8_ADVICE = ("the file is not UTF-8 text; save it as UTF-8 (in a spreadsheet: Save As → "
-               "\"CSV UTF-8\")")
-_DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError)
 _NEUTRALISED = re.compile(r"^'(?=[=+\-@]|'[=+\-@])")
 """A cell a writer prefixed with ``'`` so that spreadsheets do not run it (see writers)."""
 
@@ -90,7 +86,6 @@ def detect_format(path: PathLike, fmt: str | None = None, *, content: bool = Tru
 def sniff_format(p: Path) -> str | None:
     """The format of a file whose extension does not say, from its first lines: TREC
     (``qid iter docid rel`` or ``qid Q0 docid rank score tag``), JSON lines, Parquet, CSV."""
-    from labeler.io.trec import sniff_trec
 
     if not p.is_file():
         return None
@@ -157,53 +152,6 @@ def _exact(value: Any) -> Any:
     return str(value)
 
 
-def _open_binary(p: Path) -> BinaryIO:
-    """``p`` opened for reading bytes, decompressed when it ends in .gz, .bz2 or .xz."""
-    suffix = p.suffix.lower()
-    if suffix == ".gz":
-        import gzip
-        return gzip.open(p, "rb")  # type: ignore[return-value]
-    if suffix == ".bz2":
-        import bz2
-        return bz2.open(p, "rb")  # type: ignore[return-value]
-    if suffix == ".xz":
-        import lzma
-        return lzma.open(p, "rb")  # type: ignore[return-value]
-    return open(p, "rb")
-
-
-def _text_lines(p: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each line of a UTF-8 file (a leading BOM dropped; .gz, .bz2,
-    .xz read); a file in another encoding is an InputError naming the first bad line."""
-    try:
-        with TextIOWrapper(_open_binary(p), encoding="utf-8-sig") as fh:
-            yield from enumerate(fh, start=1)
-    except UnicodeDecodeError:
-        raise InputError(UTF8_ADVICE, path=p, line=_first_bad_line(p)) from None
-    except (*_DECOMPRESS_ERRORS, OSError) as exc:
-        raise _corrupt(p, exc) from None
-
-
-def _first_bad_line(p: Path) -> int | None:
-    with _open_binary(p) as fh:
-        return next((n for n, raw in enumerate(fh, start=1) if not _is_utf8(raw)), None)
-
-
-def _corrupt(p: Path, exc: BaseException) -> InputError:
-    if p.suffix.lower() in COMPRESSED:
-        return InputError(f"the compressed file is corrupt or cut short ({_first_line(exc)}); "
-                          "compress it again, or give the uncompressed file", path=p)
-    return InputError(f"cannot read the file ({_first_line(exc)})", path=p)
-
-
-def _is_utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
     """Check every CSV row against the header: (header, rows end in one extra empty field,
     the line each row starts on). A row with another field count is an InputError."""
@@ -240,7 +188,6 @@ def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
 
 
 def _check_delimiter(p: Path, header: str) -> None:
-    from labeler.io.trec import _trec_kind
 
     kind = _trec_kind(header.split())
     if kind:
@@ -380,11 +327,6 @@ def _csv_lines(p: Path, n_rows: int, lines: array | None) -> Locator:
             return {"line": int(known[i])}
         return _csv_locator(p, n_rows)(i)
     return loc
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def _require_columns(df: pd.DataFrame, cols: tuple[str, ...], path: PathLike,

@@ -17,8 +17,8 @@ from labeler.schema import (CORPUS_COLUMNS, GRADES, PAIR_COLUMNS, QRELS_COLUMNS,
 from labeler.io._base import (COMPRESSED, GradeMap, Locator, PathLike, _as_id, _as_text,
                               _check_exists, _require_columns, detect_format, parse_grades,
                               read_table)
-from labeler.io.trec import (_may_repeat, _read_trec, _read_trec_fast, _run_check, _trec_lines,
-                             _trec_locate_bad, sniff_trec)
+from labeler.io.lines import _run_check, sniff_trec
+from labeler.io.trec import _may_repeat, _read_trec, _read_trec_fast, _trec_lines, _trec_locate_bad
 
 # --------------------------------------------------------------------------- readers
 

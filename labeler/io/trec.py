@@ -9,13 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from labeler.errors import InputError
-from labeler.io._base import _INT_RE, COMPRESSED, Locator, _text_lines
+from labeler.io._base import Locator
+from labeler.io.lines import COMPRESSED, _is_comment, _text_lines
 
 # --------------------------------------------------------------------------- TREC
-
-def _is_comment(parts: list[str]) -> bool:
-    """A line whose first field starts with ``#`` is a comment (trec_eval 10)."""
-    return parts[0].startswith("#")
 
 
 def _read_trec_lines(p: Path, names: list[str], usecols: list[int], what: str,
@@ -88,29 +85,6 @@ def _read_trec(p: Path, names: list[str], usecols: list[int], what: str
     return df, _trec_lines(p)
 
 
-def sniff_trec(p: Path) -> str | None:
-    """``"qrels"`` or ``"run"`` when the first record of ``p`` (after blank lines and ``#``
-    comments) is a TREC qrels line (``qid iter docid rel``) or a TREC run line
-    (``qid Q0 docid rank score tag ...``), else None. A bad line further down is left to the
-    reader, which names it."""
-    try:
-        for _, raw in _text_lines(p):
-            parts = raw.split()
-            if parts and not _is_comment(parts):
-                return _trec_kind(parts) or None
-    except (InputError, OSError, EOFError, ValueError):
-        return None
-    return None
-
-
-def _trec_kind(parts: list[str]) -> str:
-    if len(parts) == 4 and _INT_RE.match(parts[3]):
-        return "qrels"
-    if len(parts) >= 6 and _INT_RE.match(parts[3]) and _run_check(parts) is None:
-        return "run"
-    return ""
-
-
 def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[str, str],
                     categorical: tuple[str, ...] = ()) -> pd.DataFrame | None:
     """The common case of :func:`_read_trec`, fast: fields split by single spaces, read by
@@ -173,15 +147,5 @@ def _may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
         return may_repeat(arrow_strings(df[id_col]), codes)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return True
-
-
-def _run_check(parts: list[str]) -> str | None:
-    try:
-        value = float(parts[4])
-    except ValueError:
-        value = float("nan")
-    if value != value:   # not a number, or "nan"
-        return f"score must be a number, got {parts[4]!r}"
-    return None
 
 

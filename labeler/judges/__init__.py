@@ -10,17 +10,36 @@ Usage::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from labeler.errors import ConfigError
 from labeler.judges.base import LEXICAL_MODEL, Judge, RetryableError, Verdict
 from labeler.judges.lexical import LexicalJudgeAdapter
 
 if TYPE_CHECKING:
-    from labeler.judges.prompts import Topics
+    from labeler.judges.prompts import Prompt, Topics
     from labeler.settings import JudgeConfig
 
 LEXICAL_NAMES = ("lexical", LEXICAL_MODEL)
+
+
+def build_prompt(prompt: str | Prompt, *, examples: Any = None, shots: int | None = None,
+                 topics: Topics | None = None) -> Prompt:
+    """The prompt a judge uses: the template, with few-shot ``examples`` (a file or a
+    DataFrame of human-labelled pairs; ``shots`` of them, default 4) and query ``topics``.
+
+    Usage: ``build_prompt("default", examples="sample.csv", shots=4)``
+    """
+    from labeler.judges.prompts import load_prompt
+
+    p = load_prompt(prompt)
+    if examples is not None:
+        from labeler.judges.shots import DEFAULT_SHOTS, Shots  # reads tables: pandas
+
+        p = p.with_context(Shots(examples, n=shots or DEFAULT_SHOTS))
+    if topics is not None:
+        p = p.with_context(topics)
+    return p
 
 
 def make_judge(config: JudgeConfig, *, api_key: str | None = None,
@@ -42,7 +61,6 @@ def make_judge(config: JudgeConfig, *, api_key: str | None = None,
         return LexicalJudgeAdapter()
     import os
 
-    from labeler.judges.prompts import build_prompt
     from labeler.judges.openai_judge import OpenAIJudge
 
     key = api_key if api_key is not None else os.environ.get(config.api_key_env)

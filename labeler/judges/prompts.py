@@ -205,23 +205,6 @@ def parse_prompt(raw: str, name: str, source: str = "") -> Prompt:
     return Prompt(name=name, text=text, source=source)
 
 
-def build_prompt(prompt: str | Prompt, *, examples: Any = None, shots: int | None = None,
-                 topics: Topics | None = None) -> Prompt:
-    """The prompt a judge uses: the template, with few-shot ``examples`` (a file or a
-    DataFrame of human-labelled pairs; ``shots`` of them, default 4) and query ``topics``.
-
-    Usage: ``build_prompt("default", examples="sample.csv", shots=4)``
-    """
-    p = load_prompt(prompt)
-    if examples is not None:
-        from labeler.judges.shots import DEFAULT_SHOTS, Shots  # reads tables: pandas
-
-        p = p.with_context(Shots(examples, n=shots or DEFAULT_SHOTS))
-    if topics is not None:
-        p = p.with_context(topics)
-    return p
-
-
 def load_prompt(name_or_path: str | Path | Prompt) -> Prompt:
     """A built-in template by name (``"default"``) or a template file by path (a
     :class:`Prompt` is returned as it is).

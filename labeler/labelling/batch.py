@@ -36,7 +36,7 @@ from labeler.labelling.cache import LabelCache
 from labeler.errors import ConfigError, EndpointError, InputError, JudgeError
 from labeler.judges.openai_judge import JsonObject
 from labeler.labelling.job import Job as _Job
-from labeler.labelling.stage import LabelResult, _check_pairs, _with_extras, summarize
+from labeler.labelling.result import LabelResult, _check_pairs, _with_extras, summarize
 from labeler.labelling.limits import RetryPolicy
 from labeler.redact import redact
 
@@ -169,7 +169,7 @@ def batch_job(pairs: pd.DataFrame, judge: Any, cfg: JudgeConfig, *,
 
         batch_job(df, judge, JudgeConfig(model="gpt-4o-mini", batch=True), cache=cache)
     """
-    from labeler.labelling.stage import run_sync
+    from labeler.labelling.result import run_sync
 
     if cfg.batch_file_out:
         n = write_batch_file(pairs, judge, cfg.batch_file_out, cache=cache)

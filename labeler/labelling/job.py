@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -350,30 +349,18 @@ def typed_records(out: pd.DataFrame) -> pd.DataFrame:
 
 
 class _Progress:
-    """A rich progress bar on a terminal (stderr), nothing otherwise; cheap to advance."""
+    """The job's progress (a bar, a notebook line or plain lines in a log; nothing with
+    ``enabled=False``), with its counts of cached and failed pairs and tokens."""
 
     def __init__(self, total: int, enabled: bool | None) -> None:
+        from labeler.report.progress import Progress
+
         self.total = total
         self.done = self.n_cached = self.n_failed = self.tokens = 0
-        from labeler.report.notebook import JupyterProgress, in_notebook
+        self._shown = Progress("labelling", total, enabled=enabled)
 
-        notebook = in_notebook()
-        if enabled is None:
-            enabled = sys.stderr.isatty() or notebook
-        self._bar: Any = None
-        self._cell: JupyterProgress | None = None
-        self._next = 0.0
-        if enabled and notebook:
-            self._cell = JupyterProgress(total)
-        elif enabled:
-            from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeRemainingColumn)
-            self._bar = Progress(TextColumn("labelling"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
-                                 console=Console(stderr=True), transient=False)
-            self._task = self._bar.add_task("label", total=total, info="")
-            self._bar.start()
+    def _info(self) -> str:
+        return f"cached {self.n_cached} · failed {self.n_failed} · tokens {self.tokens}"
 
     def advance(self, n: int = 1, *, cached: bool = False, failed: bool = False,
                 tokens: int = 0) -> None:
@@ -381,23 +368,7 @@ class _Progress:
         self.n_cached += n if cached else 0
         self.n_failed += failed
         self.tokens += tokens
-        if self._bar is not None or self._cell is not None:
-            now = time.monotonic()
-            if now >= self._next or self.done == self.total:
-                self._next = now + (0.1 if self._bar is not None else 0.5)
-                info = (f"cached {self.n_cached} · failed {self.n_failed} · "
-                        f"tokens {self.tokens}")
-                if self._cell is not None:
-                    self._cell.update(self.done, info)
-                else:
-                    self._bar.update(self._task, completed=self.done, info=info)
+        self._shown.advance(n, self._info)
 
     def close(self) -> None:
-        if self._cell is not None:
-            self._cell.update(self.done, f"done · cached {self.n_cached} · failed "
-                                         f"{self.n_failed} · tokens {self.tokens}")
-            self._cell = None
-        if self._bar is not None:
-            self._bar.update(self._task, completed=self.done)
-            self._bar.stop()
-            self._bar = None
+        self._shown.close(self._info())

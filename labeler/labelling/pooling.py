@@ -27,12 +27,15 @@ from labeler.io.readers import RunSpec
 
 
 def pool_pairs(queries: pd.DataFrame, corpus: pd.DataFrame, runs: pd.DataFrame, depth: int,
-               *, run_paths: Mapping[str, str | os.PathLike[str]] | None = None
-               ) -> pd.DataFrame:
+               *, run_paths: Mapping[str, str | os.PathLike[str]] | None = None,
+               skip_missing: bool = False) -> pd.DataFrame:
     """Pairs ``query_id, query, chunk_id, chunk`` pooled from the top ``depth`` of each run.
 
     ``run_paths`` maps a run tag (``system``) to its file, to name it in error messages.
-    A query or chunk of a pooled pair missing from ``queries``/``corpus`` is an InputError.
+    A query or chunk of a pooled pair missing from ``queries``/``corpus`` is an InputError;
+    with ``skip_missing`` such pairs are left out instead and counted in
+    ``attrs["skipped"]`` (``{"pairs", "queries", "chunks"}``: pairs left out, distinct
+    queries and chunks that were missing).
     """
     if depth < 1:
         raise ConfigError(f"`depth` must be at least 1, got {depth}", setting="depth")
@@ -49,6 +52,14 @@ def pool_pairs(queries: pd.DataFrame, corpus: pd.DataFrame, runs: pd.DataFrame, 
 
     texts_q = dict(zip(queries["query_id"].astype(str), queries["query"].astype(str)))
     texts_c = dict(zip(corpus["chunk_id"].astype(str), corpus["chunk"].astype(str)))
+    skipped = {"pairs": 0, "queries": 0, "chunks": 0}
+    if skip_missing:
+        no_q, no_c = ~top["query_id"].isin(texts_q.keys()), ~top["chunk_id"].isin(texts_c.keys())
+        skipped = {"pairs": int(top.loc[no_q | no_c, ["query_id", "chunk_id"]]
+                                .drop_duplicates().shape[0]),
+                   "queries": int(top.loc[no_q, "query_id"].nunique()),
+                   "chunks": int(top.loc[no_c, "chunk_id"].nunique())}
+        top = top.loc[~(no_q | no_c)]
     _check_known(top, "query_id", texts_q, "queries", run_paths)
     _check_known(top, "chunk_id", texts_c, "corpus", run_paths)
 
@@ -67,6 +78,7 @@ def pool_pairs(queries: pd.DataFrame, corpus: pd.DataFrame, runs: pd.DataFrame, 
         if col in queries.columns:
             field = dict(zip(queries["query_id"].astype(str), queries[col]))
             out[col] = out["query_id"].map(field).to_numpy()
+    out.attrs["skipped"] = skipped
     return out
 
 
@@ -82,24 +94,28 @@ def _check_known(top: pd.DataFrame, col: str, known: Mapping[str, str], what: st
     more = f" ({n - 1} more such ids)" if n > 1 else ""
     which = (f"query {row[col]!r}" if col == "query_id"
              else f"chunk {row[col]!r} (query {row['query_id']!r})")
-    raise InputError(f"{which} is ranked in the run but missing from the {what} file{more}",
-                     path=path)
+    raise InputError(f"{which} is ranked in the run but missing from the {what} file{more}"
+                     " (--skip-missing leaves such pairs out)", path=path)
 
 
-def pool(queries: Any, corpus: Any, runs: Any, *, depth: int = 10) -> pd.DataFrame:
+def pool(queries: Any, corpus: Any, runs: Any, *, depth: int = 10,
+         skip_missing: bool = False) -> pd.DataFrame:
     """The pairs to judge: the union of each run's top ``depth`` per query, with texts.
 
-    ``queries``/``corpus``/``runs`` may be paths, DataFrames, records or dicts.
+    ``queries``/``corpus``/``runs`` may be paths, DataFrames, records or dicts. With
+    ``skip_missing``, a pooled chunk or query without a text is left out (counted in
+    ``attrs["skipped"]``) instead of being an error.
 
     Usage: ``pairs = labeler.pool("queries.tsv", "corpus.jsonl", ["a.run", "b.run"], depth=10)``
     """
-    return pool_pairs(io.as_queries(queries), io.as_corpus(corpus), io.as_runs(runs), depth)
+    return pool_pairs(io.as_queries(queries), io.as_corpus(corpus), io.as_runs(runs), depth,
+                      skip_missing=skip_missing)
 
 
 def pool_files(queries: str | os.PathLike[str], corpus: str | os.PathLike[str],
                runs: Sequence[RunSpec], *, depth: int, fmt: str | None = None,
-               queries_fmt: str | None = None, corpus_fmt: str | None = None
-               ) -> pd.DataFrame:
+               queries_fmt: str | None = None, corpus_fmt: str | None = None,
+               skip_missing: bool = False) -> pd.DataFrame:
     """:func:`pool_pairs` on files, as ``labeler pool`` and ``labeler label`` read them: each
     run is ``PATH`` or ``NAME=PATH`` (named runs); an error names the run's file. ``fmt``
     forces the runs' format, ``queries_fmt``/``corpus_fmt`` that of the texts.
@@ -120,7 +136,20 @@ def pool_files(queries: str | os.PathLike[str], corpus: str | os.PathLike[str],
             paths[str(tag)] = str(path)
         frames.append(frame)
     return pool_pairs(io.read_queries(queries, queries_fmt), io.read_corpus(corpus, corpus_fmt),
-                      pd.concat(frames, ignore_index=True), depth, run_paths=paths)
+                      pd.concat(frames, ignore_index=True), depth, run_paths=paths,
+                      skip_missing=skip_missing)
+
+
+def skipped_text(pairs: pd.DataFrame) -> str | None:
+    """A line saying what ``skip_missing`` left out of ``pairs``, or None when nothing was.
+
+    Usage: ``print(skipped_text(pool(q, c, runs, skip_missing=True)))``
+    """
+    s = pairs.attrs.get("skipped") or {}
+    if not s.get("pairs"):
+        return None
+    return (f"skipped {s['pairs']} pooled pairs without a text: {s['chunks']} chunks missing "
+            f"from the corpus, {s['queries']} queries missing from the queries")
 
 
 def with_texts(keys: pd.DataFrame, queries: Any = None, corpus: Any = None, *,

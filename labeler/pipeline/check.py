@@ -37,7 +37,7 @@ def check_run(cfg: Config) -> list[str]:
     """
     from labeler.io import parse_run_arg
     from labeler.judges import make_judge
-    from labeler.pipeline.nightly import check_judge
+    from labeler.pipeline.inputs import check_judge
 
     check_judge(cfg)
     inputs: dict[str, Path] = {}
@@ -102,7 +102,7 @@ def check_config(cfg: Config) -> CheckReport:
     """
     from labeler import io
     from labeler.judges import LEXICAL_NAMES
-    from labeler.pipeline.nightly import check_ppi, load_inputs
+    from labeler.pipeline.inputs import check_ppi, load_inputs
     from labeler.judges.prompts import load_prompt
 
     pairs, runs = load_inputs(cfg)

@@ -21,14 +21,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator,
+                       model_validator)
 
 from labeler.errors import ConfigError
 from labeler.settings import JudgeConfig
-
-if TYPE_CHECKING:
-    from labeler.statistics.verdicts import StatsOptions
+from labeler.statistics.options import StatsOptions, option_specs
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -115,27 +113,32 @@ class DriftConfig(_Section):
         default=0.02, ge=0, description="largest |change| of a run's mean NDCG@k (LLM labels)")
 
 
-class StatisticsConfig(_Section):
-    """How differences between runs are tested: in the comparison, its report and drift."""
+def _statistics_fields() -> dict[str, Any]:
+    """The ``[statistics]`` keys: the fields of
+    :class:`~labeler.statistics.options.StatsOptions`, with their bounds and help."""
+    fields: dict[str, Any] = {}
+    for spec in option_specs():
+        kind: Any = Literal[spec.choices] if spec.choices else spec.kind
+        bounds: dict[str, Any] = dict(spec.bounds)
+        fields[spec.name] = (kind, Field(default=spec.default, description=spec.help, **bounds))
+    return fields
 
-    test: Literal["t", "randomization"] = Field(
-        default="t", description="paired test over queries: Student's t, or the sign-flip "
-                                 "randomization test")
-    alpha: float = Field(default=0.05, gt=0, lt=1,
-                         description="significance level, after Holm's correction over pairs")
-    permutations: int = Field(default=10_000, ge=1,
-                              description="random sign flips of the randomization test")
-    seed: int = Field(default=0, description="random seed of the randomization test")
-    ppi: bool = Field(default=False,
-                      description="prediction-powered NDCG: the human qrels cover a random "
-                                  "sample of whole queries, the LLM labels every query")
 
+class _StatisticsBase(_Section):
     def options(self) -> StatsOptions:
-        """These settings as the comparison's :class:`~labeler.statistics.verdicts.StatsOptions`."""
-        from labeler.statistics.verdicts import StatsOptions
+        """These settings as the comparison's
+        :class:`~labeler.statistics.options.StatsOptions`."""
+        return StatsOptions(**self.model_dump())
 
-        return StatsOptions(test=self.test, alpha=self.alpha, permutations=self.permutations,
-                            seed=self.seed, ppi=self.ppi)
+
+if TYPE_CHECKING:
+    class StatisticsConfig(_StatisticsBase):
+        """How differences between runs are tested (fields: those of StatsOptions)."""
+else:
+    StatisticsConfig = create_model(
+        "StatisticsConfig", __base__=_StatisticsBase, __module__=__name__,
+        __doc__="How differences between runs are tested: in the comparison, its report and "
+                "drift.", **_statistics_fields())
 
 
 class PriceConfig(_Section):

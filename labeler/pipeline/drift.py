@@ -92,6 +92,36 @@ class Drift:
         name = "t-test" if self.test == "t" else "randomization test"
         return f"{where}: paired {name} over {queries}, p {fmt.pvalue(f)}"
 
+    def rows(self) -> list[dict[str, Any]]:
+        """The drift table: one row per check — ``what`` was compared, the ``change``, the
+        ``threshold``, whether it is ``over`` it, and ``why`` (the noise test, for NDCG)."""
+        out = [{"what": "LLM grades changed",
+                "change": f"{self.n_changed} of {self.n_compared} ({self.changed_share:.1%})",
+                "threshold": f"{self.max_changed_share:.1%}",
+                "over": self.changed_share > self.max_changed_share, "why": ""}]
+        for r in self.ndcg.itertuples():
+            out.append({"what": f"NDCG@{r.k} of {r.system}",
+                        "change": fmt.num(r.delta, signed=True),
+                        "threshold": f"±{self.max_ndcg_delta:g}",
+                        "over": bool(abs(r.delta) > self.max_ndcg_delta),
+                        "why": self.noise_words(r.p, r.n_queries)})
+        return out
+
+    def to_text(self) -> str:
+        """A short table of what changed since the previous run, and the likely causes."""
+        rows = self.rows()
+        head = (f"drift vs {self.previous}: "
+                + ("past a threshold" if self.drifted else "within the thresholds"))
+        w = [max(len(h), *(len(str(r[k])) for r in rows))
+             for h, k in (("what", "what"), ("change", "change"), ("threshold", "threshold"))]
+        lines = [head, f"  {'what':<{w[0]}}  {'change':>{w[1]}}  {'threshold':>{w[2]}}  over"]
+        for r in rows:
+            lines.append(f"  {r['what']:<{w[0]}}  {r['change']:>{w[1]}}  "
+                         f"{r['threshold']:>{w[2]}}  {'YES' if r['over'] else 'no':<4}"
+                         + (f"  {r['why']}" if r["why"] else ""))
+        lines += [f"  why: {note}" for note in self.notes]
+        return "\n".join(lines)
+
     @property
     def drifted(self) -> bool:
         """True when any threshold is crossed."""
@@ -121,6 +151,7 @@ class Drift:
                       "beyond_noise": bool(r.beyond_noise)}
                      for r in self.ndcg.itertuples()],
             "notes": list(self.notes),
+            "table": self.rows(),
         }
 
 

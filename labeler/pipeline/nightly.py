@@ -39,17 +39,17 @@ from labeler.pipeline.drift import Drift, compute_drift
 from labeler.errors import ConfigError
 from labeler.schema import STATUS, STATUS_OK
 from labeler.pipeline.check import check_run
+from labeler.pipeline.inputs import check_judge, check_ppi, load_inputs
 from labeler.pipeline.rundir import (finish_run_dir, hold_lock, latest_run, log_to_file,
                                      new_run_dir, set_latest)
 
 if TYPE_CHECKING:
     from labeler.reconciliation.comparison import Comparison
-    from labeler.labelling.stage import LabelResult
+    from labeler.labelling.result import LabelResult
     from labeler.reconciliation.stage import Reconciliation
     from labeler.scoring.results import ScoreResult
 
-__all__ = ["RunOutcome", "check_judge", "check_ppi", "check_run", "label_stage", "load_inputs",
-           "run_pipeline"]
+__all__ = ["RunOutcome", "check_run", "label_stage", "run_pipeline"]
 
 log = logging.getLogger("labeler.run")
 
@@ -108,38 +108,6 @@ def _stage(name: str, timings: dict[str, float]) -> Iterator[None]:
     yield
     timings[f"{name}_s"] = round(time.perf_counter() - t0, 3)
     log.info("%s done in %.2f s", name, timings[f"{name}_s"])
-
-
-def load_inputs(cfg: Config) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """The pairs to label and the runs to score (None without runs)."""
-    inputs, fmt = cfg.inputs, cfg.inputs.format.get
-    runs = io.read_runs(inputs.runs, fmt("runs")) if inputs.runs else None
-    if inputs.pairs is not None:
-        return io.read_pairs(inputs.pairs, fmt("pairs")), runs
-    from labeler.labelling.pooling import pool_pairs
-
-    if inputs.queries is None or inputs.corpus is None or runs is None:  # config forbids it
-        raise ConfigError("inputs: give `pairs`, or `queries`, `corpus` and `runs`")
-    first_rows = runs.drop_duplicates("system")["system"].tolist()  # one tag per file, in order
-    paths = (dict(zip(first_rows, (str(io.parse_run_arg(r)[1]) for r in inputs.runs)))
-             if len(first_rows) == len(inputs.runs) else None)
-    pairs = pool_pairs(io.read_queries(inputs.queries, fmt("queries")),
-                       io.read_corpus(inputs.corpus, fmt("corpus")), runs,
-                       inputs.depth, run_paths=paths)
-    return pairs, runs
-
-
-def check_judge(cfg: Config) -> None:
-    """Refuse a job whose judge cannot work, before anything runs: the named key is missing."""
-    from labeler.judges import LEXICAL_NAMES
-
-    j = cfg.judge
-    local = bool(j.base_url or os.environ.get("OPENAI_BASE_URL"))
-    needs_key = "api_key_env" in j.model_fields_set or not local  # named, or api.openai.com
-    if j.model not in LEXICAL_NAMES and needs_key and j.api_key_env not in os.environ:
-        raise ConfigError(f"judge.api_key_env: the variable {j.api_key_env} is not set "
-                          f"(needed to call {j.model!r}); export it, or set judge.base_url "
-                          "for a local server, or judge.model = \"lexical\"")
 
 
 def label_stage(cfg: Config, pairs: pd.DataFrame, progress: Any = None) -> Any:
@@ -283,30 +251,31 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
         with _stage("score", timings):
             scores, comparison = _score(cfg, records, rec.merged if rec else None, human,
                                         runs, pairs, run_dir, files)
-        if comparison is not None:
-            with _stage("report", timings):
-                from labeler.report.comparison import write_report
-
-                from labeler.pipeline.provenance import judge_summary
-
-                judge = {**judge_summary(records, source=files["labels.jsonl"],
-                                         prices=cfg.price_table()),
-                         "source": "labels.jsonl of this run"}
-                paths = write_report(comparison, run_dir / "report", agreement=agreement_dict,
-                                     title=cfg.title or "labeler run", judge=judge)
-                files.update({f"report.{kind}": p for kind, p in paths.items()})
-
     score_dict = scores.to_dict() if scores is not None else None
+    stats = cfg.statistics.options()
     drift = compute_drift(prev_labels, records, prev_scores, score_dict,
                           max_changed_share=cfg.drift.max_changed_share,
                           max_ndcg_delta=cfg.drift.max_ndcg_delta, previous=prev_id,
-                          alpha=cfg.statistics.alpha, test=cfg.statistics.test,
-                          permutations=cfg.statistics.permutations, seed=cfg.statistics.seed,
+                          alpha=stats.alpha, test=stats.test,
+                          permutations=stats.permutations, seed=stats.seed,
                           notes=_drift_notes(prev_manifest, summary))
     files["drift.json"] = io.write_json(drift.to_dict(), run_dir / "drift.json")
     if prev_id is not None:
-        log.info("drift vs %s: %d of %d grades changed; %s", prev_id, drift.n_changed,
-                 drift.n_compared, "; ".join(drift.reasons) or "within thresholds")
+        log.info("drift vs %s: %d of %d grades changed, %d threshold(s) crossed (drift.json)",
+                 prev_id, drift.n_changed, drift.n_compared, len(drift.reasons))
+    if comparison is not None:
+        with _stage("report", timings):
+            from labeler.report.comparison import write_report
+
+            from labeler.pipeline.provenance import judge_summary
+
+            judge = {**judge_summary(records, source=files["labels.jsonl"],
+                                     prices=cfg.price_table()),
+                     "source": "labels.jsonl of this run"}
+            paths = write_report(comparison, run_dir / "report", agreement=agreement_dict,
+                                 title=cfg.title or "labeler run", judge=judge,
+                                 drift=drift.to_dict() if prev_id is not None else None)
+            files.update({f"report.{kind}": p for kind, p in paths.items()})
 
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
     outcome = RunOutcome(run_dir=run_dir, files=files, manifest={}, drift=drift,
@@ -330,16 +299,16 @@ def _reconcile(cfg: Config, records: pd.DataFrame, pairs: pd.DataFrame, human: p
                     bootstrap=cfg.human.bootstrap, unit=cfg.human.bootstrap_unit, pairs=pairs)
     if rec.agreement is None:
         log.warning("no pair is judged by both the LLM and the human sample: no agreement")
-    else:
-        files["agreement.json"] = io.write_json(rec.to_dict(), run_dir / "agreement.json")
-    if rec.audit is not None:
-        files["disagreements.jsonl"] = io.write_table(rec.audit,
-                                                      run_dir / "disagreements.jsonl")
+    written = rec.write(merged=run_dir / "merged.jsonl", qrels=run_dir / "merged.qrels",
+                        audit=run_dir / "disagreements.jsonl",
+                        calibration=run_dir / "calibration.json",
+                        report=run_dir / "agreement.json")
+    names = {"report": "agreement.json", "audit": "disagreements.jsonl",
+             "calibration": "calibration.json", "merged": "merged.jsonl",
+             "qrels": "merged.qrels"}
+    files.update({names[kind]: path for kind, path in written.items()})
     if rec.calibration is not None:
-        files["calibration.json"] = rec.calibration.save(run_dir / "calibration.json")
         log.info("calibration (held out): %s", (rec.calibration_report or {}).get("after"))
-    files["merged.jsonl"] = io.write_labels(rec.merged, run_dir / "merged.jsonl")
-    files["merged.qrels"] = io.write_qrels(rec.merged, run_dir / "merged.qrels")
     return rec
 
 
@@ -371,22 +340,6 @@ def _score(cfg: Config, records: pd.DataFrame, merged: pd.DataFrame | None,
     files["comparison.json"] = io.write_json(comparison.to_dict(),
                                              run_dir / "comparison.json")
     return scores, comparison
-
-
-def check_ppi(cfg: Config, pairs: pd.DataFrame, human: pd.DataFrame | None) -> None:
-    """With ``statistics.ppi``, some queries must be left to the LLM alone: say so before
-    the judge runs, not after."""
-    if not cfg.statistics.ppi:
-        return
-    if human is None:
-        raise ConfigError("`statistics.ppi` needs a [human] sample: a random sample of whole "
-                          "queries judged by people", setting="ppi")
-    queries = set(pairs["query_id"])
-    if not queries - set(human["query_id"]):
-        raise ConfigError(f"`statistics.ppi`: the human labels cover every one of the "
-                          f"{len(queries)} queries, so there is nothing to predict; give them "
-                          f"a random sample of the queries (`labeler sample --unit query`)",
-                          setting="ppi")
 
 
 def _drift_notes(prev_manifest: dict[str, Any] | None, summary: dict[str, Any]

@@ -27,11 +27,11 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_score
 
 from labeler import fmt, io
 from labeler.errors import ConfigError, InputError
+from labeler.io import PairsLike
 from labeler.schema import GRADES, KEYS as _KEYS, STATUS, STATUS_OK
 
 LabelsLike: TypeAlias = str | os.PathLike[str] | pd.DataFrame
 QrelsLike: TypeAlias = str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, int]]
-PairsLike: TypeAlias = str | os.PathLike[str] | pd.DataFrame
 
 RELEVANT = 2
 """Binary relevance threshold: a grade >= 2 counts as relevant."""
@@ -95,7 +95,7 @@ def _pairs_frame(pairs: PairsLike | None) -> pd.DataFrame | None:
         return None
     if isinstance(pairs, pd.DataFrame):
         return pairs[[c for c in ("query_id", "query", "chunk_id", "chunk") if c in pairs]]
-    return io.read_pairs(pairs)[["query_id", "query", "chunk_id", "chunk"]]
+    return io.as_pairs(pairs)[["query_id", "query", "chunk_id", "chunk"]]
 
 
 def add_texts(df: pd.DataFrame, pairs: PairsLike | None) -> pd.DataFrame:

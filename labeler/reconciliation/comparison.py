@@ -7,7 +7,8 @@ labels and once on the LLM labels, so the means equal what ``labeler score`` rep
 Usage::
 
     from labeler.reconciliation.comparison import compare
-    c = compare("human.qrels", "llm_labels.jsonl", ["runs/bm25.run", "runs/bert.run"], k=10)
+    c = compare(human="human.qrels", llm="llm_labels.jsonl",
+                runs=["runs/bm25.run", "runs/bert.run"], k=10)
     c.to_frame()          # per run: human, llm, delta, ranks, judged shares
     c.kendall_tau, c.swaps
     c.significance.counts # pair verdicts: which differences are real under which labels
@@ -30,7 +31,7 @@ from scipy import stats as sps
 from labeler import fmt, io
 
 from labeler.scoring import results as scoring
-from labeler.errors import InputError
+from labeler.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
     from labeler.statistics.verdicts import Significance, StatsOptions
@@ -236,7 +237,7 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
         c = labeler.compare(human="human.qrels", llm="labels.jsonl", runs=["a.run", "b.run"])
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
     k = int(k)
     human_q = io.as_qrels(human, any_grade=True)   # any integer grade scores
     llm_q = io.as_qrels(llm, any_grade=True)

@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,6 +33,9 @@ from labeler.errors import ConfigError, InputError
 from labeler.schema import STATUS, STATUS_OK
 from labeler.reconciliation.agreement import (KEYS, AgreementReport, LabelsLike, QrelsLike,
                                               agreement, read_human, read_llm)
+
+if TYPE_CHECKING:
+    from labeler.report.progress import Progress
 
 JudgesLike = Mapping[str, LabelsLike] | Sequence[LabelsLike]
 HEADLINE = ("krippendorff_alpha_ordinal", "cohen_kappa", "cohen_kappa_linear",
@@ -176,13 +179,14 @@ def common_pairs(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame]) -> pd.Da
 
 def leaderboard(*, human: QrelsLike, llm: JudgesLike, runs: Any = None, k: int = 10,
                 bootstrap: int = 0, seed: int = 0, top: int = 20,
-                grade_map: io.GradeMap = None) -> Leaderboard:
+                grade_map: io.GradeMap = None, progress: bool | None = False) -> Leaderboard:
     """Agreement of several label sets with the same human labels, best alpha first.
 
     ``llm``: ``{name: labels}`` or a list of paths (``NAME=PATH`` names one). ``runs`` (any
     form :func:`labeler.reconciliation.comparison.compare` takes) adds each judge's Kendall's tau.
     ``bootstrap``
     resamples give CIs (0: none). ``grade_map`` maps raw LLM grades (e.g. ``{"5": 3}``).
+    ``progress``: None shows it where it can (a bar, a notebook line, log lines).
 
     Usage::
 
@@ -194,10 +198,16 @@ def leaderboard(*, human: QrelsLike, llm: JudgesLike, runs: Any = None, k: int =
     common = common_pairs(human_df, sets)
     human_common = human_df.merge(common, on=KEYS, how="inner")
     human_common.attrs["path"] = human_df.attrs.get("path")
-    reports = {name: agreement(llm=df, human=human_common, bootstrap=bootstrap, seed=seed)
-               for name, df in sets.items()}
-    taus = (_taus(human_common, sets, common, runs, k) if runs is not None
+    from labeler.report.progress import Progress
+
+    shown = Progress("judges", len(sets) * (2 if runs is not None else 1), enabled=progress)
+    reports = {}
+    for name, df in sets.items():
+        reports[name] = agreement(llm=df, human=human_common, bootstrap=bootstrap, seed=seed)
+        shown.advance(1, name)
+    taus = (_taus(human_common, sets, common, runs, k, shown) if runs is not None
             else dict.fromkeys(sets))
+    shown.close()
     ranked = sorted(reports, key=lambda name: _rank_key(reports[name], name))
     return Leaderboard(n=len(common), judges={name: reports[name] for name in ranked},
                        kendall_tau={name: taus[name] for name in ranked},
@@ -217,12 +227,15 @@ def _graded(df: pd.DataFrame, common: pd.DataFrame) -> pd.DataFrame:
 
 
 def _taus(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame], common: pd.DataFrame,
-          runs: Any, k: int) -> dict[str, float | None]:
+          runs: Any, k: int, shown: Progress) -> dict[str, float | None]:
     from labeler.reconciliation.comparison import compare  # scipy and the scorer: only with runs
 
-    return {name: compare(human=human[[*KEYS, "grade"]], llm=_graded(df, common), runs=runs,
-                          k=k).kendall_tau
-            for name, df in sets.items()}
+    taus = {}
+    for name, df in sets.items():
+        taus[name] = compare(human=human[[*KEYS, "grade"]], llm=_graded(df, common), runs=runs,
+                             k=k).kendall_tau
+        shown.advance(1, f"{name}: run order")
+    return taus
 
 
 def _disputed(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame], order: list[str],

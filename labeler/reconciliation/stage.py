@@ -15,6 +15,7 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -25,6 +26,7 @@ from labeler.reconciliation.agreement import (KEYS, AgreementReport, LabelsLike,
                                               QrelsLike, add_texts, agreement, joined, read_human,
                                               read_llm)
 from labeler.errors import ConfigError
+from labeler.io import PathLike
 from labeler.schema import LABEL_COLUMNS, STATUS, STATUS_FAILED, STATUS_OK
 
 if TYPE_CHECKING:
@@ -124,6 +126,34 @@ class Reconciliation:
         if self.calibration_report is not None and "before" in self.calibration_report:
             parts.append(calibration_text(self.calibration_report))
         return "\n".join(parts)
+
+    def write(self, *, merged: PathLike, qrels: PathLike | None = None,
+              audit: PathLike | None = None, calibration: PathLike | None = None,
+              report: PathLike | None = None, report_extra: dict[str, Any] | None = None
+              ) -> dict[str, Path]:
+        """Write the result's files — the one place that does, for ``labeler reconcile`` and
+        ``labeler run`` alike: the ``merged`` labels (and as TREC ``qrels``), the disagreement
+        ``audit``, the fitted ``calibration`` and the JSON ``report`` (:meth:`to_dict` updated
+        with ``report_extra``; written only when there is an agreement or extra to report).
+        Each is written only where a path is given and the result has it. Returns
+        {kind: path written}.
+
+        Usage: ``rec.write(merged="merged.jsonl", qrels="merged.qrels", report="rec.json")``
+        """
+        from labeler import io
+
+        written: dict[str, Path] = {}
+        if report is not None and (self.agreement is not None or report_extra):
+            written["report"] = io.write_json({**self.to_dict(), **(report_extra or {})},
+                                              report)
+        if audit is not None and self.audit is not None:
+            written["audit"] = io.write_table(self.audit, audit)
+        if calibration is not None and self.calibration is not None:
+            written["calibration"] = self.calibration.save(calibration)
+        written["merged"] = io.write_labels(self.merged, merged)
+        if qrels is not None:
+            written["qrels"] = io.write_qrels(self.merged, qrels)
+        return written
 
     def _repr_html_(self) -> str:
         from labeler.report.notebook import reconciliation_html

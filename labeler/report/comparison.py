@@ -153,7 +153,8 @@ def _leniency(delta: Any) -> str:
 
 
 def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
-             judge: Mapping[str, Any] | None) -> dict[str, Any]:
+             judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None
+             ) -> dict[str, Any]:
     from labeler.report.text import by_human_rank, swap_significance, test_words
 
     per_query = c.per_query
@@ -182,6 +183,7 @@ def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
         "n_queries": int(per_query["query_id"].nunique()),
         "agreement": _agreement_context(agreement),
         "judge": dict(judge) if judge else None,
+        "drift": dict(drift) if drift else None,
     }
 
 
@@ -200,18 +202,20 @@ def _env(autoescape: bool) -> jinja2.Environment:
 # ---------------------------------------------------------------------- renderers
 
 def render_markdown(comparison: Comparison, title: str = DEFAULT_TITLE,
-                    agreement: Any = None, judge: Mapping[str, Any] | None = None) -> str:
+                    agreement: Any = None, judge: Mapping[str, Any] | None = None,
+                    drift: Mapping[str, Any] | None = None) -> str:
     """The comparison as Markdown (tables; data strings escaped)."""
-    ctx = _context(comparison, title, as_agreement(agreement), judge)
+    ctx = _context(comparison, title, as_agreement(agreement), judge, drift)
     return _env(autoescape=False).get_template("report.md.j2").render(**ctx)
 
 
 def render_html(comparison: Comparison, title: str = DEFAULT_TITLE,
-                agreement: Any = None, judge: Mapping[str, Any] | None = None) -> str:
+                agreement: Any = None, judge: Mapping[str, Any] | None = None,
+                drift: Mapping[str, Any] | None = None) -> str:
     """The comparison as one self-contained HTML page with inline PNG plots."""
     from labeler.report import plots
     agree = as_agreement(agreement)
-    ctx = _context(comparison, title, agree, judge)
+    ctx = _context(comparison, title, agree, judge, drift)
     images = {"scatter": plots.to_data_uri(plots.ndcg_scatter(comparison)),
               "deltas": plots.to_data_uri(plots.delta_distribution(comparison))}
     if len(comparison.ideal):
@@ -233,26 +237,28 @@ def render_text(comparison: Comparison) -> str:
 
 def write_report(comparison: Comparison, out_dir: str | os.PathLike[str],
                  agreement: Any = None, title: str = DEFAULT_TITLE,
-                 judge: Mapping[str, Any] | None = None) -> dict[str, Path]:
+                 judge: Mapping[str, Any] | None = None,
+                 drift: Mapping[str, Any] | None = None) -> dict[str, Path]:
     """Write ``report.json``, ``report.md`` and ``report.html`` into ``out_dir`` atomically.
 
     ``agreement``: a reconcile report (dict, JSON path, or an object with ``to_dict()``);
     when given, the HTML shows its confusion matrix and statistics. ``judge``: who made the
-    LLM labels (:func:`labeler.pipeline.provenance.judge_summary`).
+    LLM labels (:func:`labeler.pipeline.provenance.judge_summary`). ``drift``: what changed
+    since the previous nightly run (a ``drift.json`` object), shown as a table.
 
     Usage::
 
-        paths = write_report(compare(h, l, runs), "report/")
+        paths = write_report(compare(human=h, llm=l, runs=runs), "report/")
     """
     agree = as_agreement(agreement)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("the report directory is a file", path=out)
     data = {**comparison.to_dict(), "title": title, "agreement": agree,
-            "judge": dict(judge) if judge else None}
+            "judge": dict(judge) if judge else None, "drift": dict(drift) if drift else None}
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    md = render_markdown(comparison, title, agree, judge)
-    html = render_html(comparison, title, agree, judge)
+    md = render_markdown(comparison, title, agree, judge, drift)
+    html = render_html(comparison, title, agree, judge, drift)
     io.write_json(data, paths["json"])
     io.write_text(md, paths["md"])
     io.write_text(html, paths["html"])

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from labeler.reconciliation.agreement import AgreementReport
     from labeler.reconciliation.comparison import Comparison
-    from labeler.labelling.stage import LabelResult
+    from labeler.labelling.result import LabelResult
     from labeler.reconciliation.stage import Reconciliation
     from labeler.scoring.results import ScoreResult
 
@@ -130,17 +130,17 @@ def in_notebook() -> bool:
 class JupyterProgress:
     """One line of text in the output cell, updated in place (no widgets needed)."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, what: str = "labelling") -> None:
         from IPython.display import display
 
-        self.total = total
+        self.total, self.what = total, what
         self._handle = display(self._text(0, ""), display_id=True)
 
     def _text(self, done: int, info: str) -> Any:
         from IPython.display import HTML
 
         share = done / self.total if self.total else 1.0
-        return HTML(f"<code>labelling {done}/{self.total} ({share:.0%}) "
+        return HTML(f"<code>{html.escape(self.what)} {done}/{self.total} ({share:.0%}) "
                     f"{html.escape(info)}</code>")
 
     def update(self, done: int, info: str) -> None:

@@ -4,7 +4,7 @@ their intervals, the pairs that differ, PPI estimates, and the order statistics.
 Usage::
 
     from labeler.report.text import render_text
-    print(render_text(compare("human.qrels", "labels.jsonl", ["a.run", "b.run"])))
+    print(render_text(compare(human="human.qrels", llm="labels.jsonl", runs=["a.run", "b.run"])))
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def render_text(comparison: Comparison) -> str:
     """A plain-text summary for the terminal: the pair verdicts first, then the runs.
 
-    Usage: ``print(render_text(compare(human, llm, runs)))``
+    Usage: ``print(render_text(compare(human=human, llm=llm, runs=runs)))``
     """
     c = comparison
     sig = c.significance

@@ -18,7 +18,7 @@ _NAMES = {
     "PairedTest": "inference",
     "holm": "inference",
     "PPIResult": "inference",
-    "StatsOptions": "verdicts",
+    "StatsOptions": "options",
     "Significance": "verdicts",
     "significance": "verdicts",
     "headline": "verdicts",

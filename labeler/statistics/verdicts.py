@@ -26,43 +26,9 @@ import pandas as pd
 
 from labeler.statistics import inference as stats
 from labeler.errors import ConfigError
+from labeler.statistics.options import StatsOptions
 
 LABEL_SETS = ("human", "llm")
-
-
-@dataclass(frozen=True)
-class StatsOptions:
-    """How differences are tested: ``test`` (``t`` or ``randomization``), ``permutations``
-    and ``seed`` (randomization test), ``alpha`` (significance level after Holm's
-    correction), ``ppi`` (add prediction-powered estimates)."""
-
-    test: str = "t"
-    alpha: float = stats.DEFAULT_ALPHA
-    permutations: int = stats.DEFAULT_PERMUTATIONS
-    seed: int = 0
-    ppi: bool = False
-
-    def __post_init__(self) -> None:
-        if self.test not in stats.TESTS:
-            raise ConfigError(f"unknown test {self.test!r}; choose one of "
-                              f"{', '.join(stats.TESTS)}")
-        stats.check_alpha(self.alpha)
-        if (isinstance(self.permutations, bool) or not isinstance(self.permutations, int)
-                or self.permutations < 1):
-            raise ConfigError(f"permutations must be a positive integer, got "
-                              f"{self.permutations!r}")
-
-    @property
-    def test_name(self) -> str:
-        """The test in words, for reports."""
-        if self.test == "t":
-            return "paired t-test"
-        return f"paired randomization test ({self.permutations:,} sign flips)"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The options as JSON."""
-        return {"test": self.test, "alpha": self.alpha, "permutations": self.permutations,
-                "seed": self.seed, "ppi": self.ppi, "correction": "holm"}
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,6 +23,7 @@ import asyncio
 import json
 import time
 from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from labeler.errors import ConfigError
@@ -33,7 +34,8 @@ from labeler.testing.state import ServerState
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from labeler.testing.server import FakeLLMServer
+Control = Callable[[str, str, "dict[str, Any] | None"], Any]
+"""A subprocess server's controller request: (method, path, data) → the decoded answer."""
 
 ENDPOINTS = ("/v1/chat/completions", "/chat/completions")
 _RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
@@ -74,12 +76,13 @@ class BatchSettings:
 
 
 class FakeBatches:
-    """The Batch API state of one fake server (files, batches, counters). ``server``: the
-    controller of a server in a subprocess, to which ``configure``/``stats`` are forwarded."""
+    """The Batch API state of one fake server (files, batches, counters). ``control``: the
+    controller's request function of a server in a subprocess, to which ``configure``/``stats``
+    are forwarded."""
 
-    def __init__(self, state: ServerState, server: FakeLLMServer | None = None) -> None:
+    def __init__(self, state: ServerState, control: Control | None = None) -> None:
         self.state = state
-        self.server = server
+        self.control = control
         self.settings = BatchSettings()
         self.files: dict[str, dict[str, Any]] = {}
         self.contents: dict[str, bytes] = {}
@@ -95,8 +98,8 @@ class FakeBatches:
     # -- control ------------------------------------------------------------------------
     def configure(self, **changes: Any) -> None:
         """Change :class:`BatchSettings` (works with a subprocess server too)."""
-        if self.server is not None and not self.server.in_process:
-            self.server._control("POST", "batch", changes)
+        if self.control is not None:
+            self.control("POST", "batch", changes)
             return
         unknown = set(changes) - {f.name for f in fields(BatchSettings)}
         if unknown:
@@ -105,8 +108,8 @@ class FakeBatches:
 
     def stats(self) -> dict[str, Any]:
         """Counts of uploaded files, created batches, HTTP requests; custom ids per batch."""
-        if self.server is not None and not self.server.in_process:
-            return dict(self.server._control("GET", "batch"))
+        if self.control is not None:
+            return dict(self.control("GET", "batch", None))
         return {"files": len(self.files), "batches": len(self.batches),
                 "requests": self.requests, "lines": [list(v) for v in self.lines.values()],
                 "api_versions": sorted(self.api_versions),
@@ -270,6 +273,8 @@ def add_batch_routes(app: web.Application, state: ServerState) -> None:
     """Register the Batch API routes of ``state.batches`` on the fake server's app."""
     from aiohttp import BodyPartReader, web
 
+    if state.batches is None:
+        state.batches = FakeBatches(state)
     fake: FakeBatches = state.batches
 
     def denied(request: web.Request) -> web.Response | None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from labeler.errors import ConfigError
 from labeler.testing.app import serve_app
+from labeler.testing.batch import FakeBatches
 from labeler.testing.behaviour import Behaviour, FaultPlan, default_grade
 from labeler.testing.state import ServerState
 
@@ -48,8 +49,10 @@ class FakeLLMServer:
             tuple(models) if models else None, sample_noise, record, echo_key, revoke_after,
             die_after))
         self.in_process = in_process
-        self.batches = self.state.batches  # the Batch API (/v1/files, /v1/batches)
-        self.batches.server = self
+        # the Batch API (/v1/files, /v1/batches); a subprocess server's is reached through
+        # the controller
+        self.batches = FakeBatches(self.state, control=None if in_process else self._control)
+        self.state.batches = self.batches
         self.base_url = ""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

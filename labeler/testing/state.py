@@ -30,9 +30,9 @@ class ServerState:
         self.answered = 0  # 200 answers to chat requests (for revoke_after / die_after)
         self._requests: list[dict[str, Any]] = []
         self._attempts: dict[str, int] = {}
-        from labeler.testing.batch import FakeBatches  # the Batch API (/v1/files, /v1/batches)
-
-        self.batches = FakeBatches(self)
+        # the Batch API's files and batches (a labeler.testing.batch.FakeBatches), attached by
+        # whoever serves this state (the batch routes need it; this module does not)
+        self.batches: Any = None
 
     def grade(self, text: str) -> int:
         """The grade the server decides for a prompt's text."""

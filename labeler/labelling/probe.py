@@ -15,7 +15,7 @@ by exactly these.)
 
 Usage::
 
-    from labeler.judges.probe import probe
+    from labeler.labelling.probe import probe
     result = probe(model="gpt-4o-mini", n=20)
     result.to_dict()   # {"pairs": 20, "attacks": {"stuffing": {"raised": 0.1, ...}, ...}}
 """

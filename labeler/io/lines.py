@@ -1,0 +1,119 @@
+"""Bytes and lines of an input file: decompression, UTF-8 checks, and the TREC shape sniff.
+
+The lowest floor of :mod:`labeler.io`: the table readers and the TREC readers both stand on it.
+
+Usage::
+
+    from labeler.io.lines import text_lines, sniff_trec
+    for number, line in text_lines(Path("run.trec.gz")): ...
+    sniff_trec(Path("human.qrels"))       # 'qrels'
+"""
+
+from __future__ import annotations
+
+import lzma
+import re
+import zlib
+from collections.abc import Iterator
+from io import TextIOWrapper
+from pathlib import Path
+from typing import BinaryIO
+
+from labeler.errors import InputError
+
+
+COMPRESSED = (".gz", ".bz2", ".xz")
+_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
+UTF8_ADVICE = ("the file is not UTF-8 text; save it as UTF-8 (in a spreadsheet: Save As → "
+               "\"CSV UTF-8\")")
+_DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError)
+
+
+def _open_binary(p: Path) -> BinaryIO:
+    """``p`` opened for reading bytes, decompressed when it ends in .gz, .bz2 or .xz."""
+    suffix = p.suffix.lower()
+    if suffix == ".gz":
+        import gzip
+        return gzip.open(p, "rb")  # type: ignore[return-value]
+    if suffix == ".bz2":
+        import bz2
+        return bz2.open(p, "rb")  # type: ignore[return-value]
+    if suffix == ".xz":
+        import lzma
+        return lzma.open(p, "rb")  # type: ignore[return-value]
+    return open(p, "rb")
+
+
+def _text_lines(p: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a UTF-8 file (a leading BOM dropped; .gz, .bz2,
+    .xz read); a file in another encoding is an InputError naming the first bad line."""
+    try:
+        with TextIOWrapper(_open_binary(p), encoding="utf-8-sig") as fh:
+            yield from enumerate(fh, start=1)
+    except UnicodeDecodeError:
+        raise InputError(UTF8_ADVICE, path=p, line=_first_bad_line(p)) from None
+    except (*_DECOMPRESS_ERRORS, OSError) as exc:
+        raise _corrupt(p, exc) from None
+
+
+def _first_bad_line(p: Path) -> int | None:
+    with _open_binary(p) as fh:
+        return next((n for n, raw in enumerate(fh, start=1) if not _is_utf8(raw)), None)
+
+
+def _corrupt(p: Path, exc: BaseException) -> InputError:
+    if p.suffix.lower() in COMPRESSED:
+        return InputError(f"the compressed file is corrupt or cut short ({_first_line(exc)}); "
+                          "compress it again, or give the uncompressed file", path=p)
+    return InputError(f"cannot read the file ({_first_line(exc)})", path=p)
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _is_comment(parts: list[str]) -> bool:
+    """A line whose first field starts with ``#`` is a comment (trec_eval 10)."""
+    return parts[0].startswith("#")
+
+
+def sniff_trec(p: Path) -> str | None:
+    """``"qrels"`` or ``"run"`` when the first record of ``p`` (after blank lines and ``#``
+    comments) is a TREC qrels line (``qid iter docid rel``) or a TREC run line
+    (``qid Q0 docid rank score tag ...``), else None. A bad line further down is left to the
+    reader, which names it."""
+    try:
+        for _, raw in _text_lines(p):
+            parts = raw.split()
+            if parts and not _is_comment(parts):
+                return _trec_kind(parts) or None
+    except (InputError, OSError, EOFError, ValueError):
+        return None
+    return None
+
+
+def _trec_kind(parts: list[str]) -> str:
+    if len(parts) == 4 and _INT_RE.match(parts[3]):
+        return "qrels"
+    if len(parts) >= 6 and _INT_RE.match(parts[3]) and _run_check(parts) is None:
+        return "run"
+    return ""
+
+
+def _run_check(parts: list[str]) -> str | None:
+    try:
+        value = float(parts[4])
+    except ValueError:
+        value = float("nan")
+    if value != value:   # not a number, or "nan"
+        return f"score must be a number, got {parts[4]!r}"
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
