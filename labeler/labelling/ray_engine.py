@@ -44,6 +44,7 @@ from labeler.judges.base import Verdict
 from labeler.labelling.cache import LabelCache
 from labeler.labelling.job import Job
 from labeler.labelling.limits import RetryPolicy, cost_usd
+from labeler.labelling.result import LabelResult, _check_pairs, _with_extras, run_sync, summarize
 from labeler.redact import redact
 from labeler.settings import JudgeConfig
 
@@ -181,17 +182,14 @@ _OUT_COLUMNS = list(_OUT_TYPES)
 def ray_label(pairs: pd.DataFrame, judge: Any, cfg: JudgeConfig, *,
               cache: LabelCache | None = None, retry: Any = None,
               prices: Mapping[str, tuple[float, float]] | None = None,
-              progress: bool | None = None) -> Any:
+              progress: bool | None = None) -> LabelResult:
     """Label ``pairs`` through Ray Data (see module docstring); a
-    :class:`~labeler.labelling.stage.LabelResult` exactly as the local engine's.
+    :class:`~labeler.labelling.result.LabelResult` exactly as the local engine's.
 
     Usage::
 
         ray_label(df, judge, JudgeConfig(model="m", engine="ray", ray_actors=4), cache=cache)
     """
-    from labeler.labelling.stage import LabelResult, _check_pairs, _with_extras, run_sync
-    from labeler.labelling.stage import summarize
-
     _import_ray()  # exit 2 with the install hint before any work
     start = time.monotonic()
     df = _check_pairs(pairs)
