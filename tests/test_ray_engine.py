@@ -26,7 +26,8 @@ import pytest
 
 from labeler.judges import make_judge
 from labeler.labelling.cache import LabelCache
-from labeler.settings import JudgeConfig
+from labeler.errors import ConfigError
+from labeler.settings import JudgeConfig, judge_config
 from labeler.testing import FakeLLMServer, FaultPlan
 
 KEY = "sk-raytest-0123456789abcdef"
@@ -137,6 +138,18 @@ def ray_tmp() -> Iterator[str]:
     path = tempfile.mkdtemp(prefix="lray", dir="/tmp")  # short: Ray's socket paths
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def test_engine_settings_are_checked_where_they_are_declared() -> None:
+    with pytest.raises(ConfigError, match="`engine` ray and `batch` exclude each other"):
+        judge_config(model=MODEL, engine="ray", batch=True)
+    with pytest.raises(ConfigError, match="`ray_actors` needs `engine` ray"):
+        judge_config(model=MODEL, ray_actors=2)
+    with pytest.raises(ConfigError, match="ray_actors"):
+        judge_config(model=MODEL, engine="ray", ray_actors=0)
+    cfg = judge_config(model=MODEL, engine="ray", ray_address="auto", ray_actors=3)
+    assert (cfg.engine, cfg.ray_address, cfg.ray_actors) == ("ray", "auto", 3)
+    assert "engine" not in cfg.judge_options()  # the judge (and the cache key) never see it
 
 
 def test_engine_ray_without_ray_exits_2_with_the_install_hint(tmp_path: Path) -> None:
