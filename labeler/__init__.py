@@ -1,7 +1,9 @@
 """labeler: LLM-as-judge relevance labels, agreement with human labels, trec_eval-exact NDCG.
 
-The whole job from Python, one stage per function (each takes paths, DataFrames, records or
-dicts, and returns a result object that renders as a table in a notebook)::
+The whole job from Python, one stage per function (each takes paths, ``irds:<id>`` or
+ir_datasets datasets, DataFrames in the field's column conventions, records, ir_measures
+tuples, pytrec_eval dicts or ranx objects, and returns a result object that renders as a
+table in a notebook and converts with ``to_ir_measures()``/``to_ranx()``/``to_pyterrier()``)::
 
     import labeler
 

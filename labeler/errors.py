@@ -81,3 +81,17 @@ class DriftError(LabelerError):
     """A scheduled run drifted past its threshold (exit 4)."""
 
     exit_code = 4
+
+
+class Interrupted(KeyboardInterrupt):
+    """The command was stopped by SIGINT (Ctrl-C) or SIGTERM (a scheduler's timeout, a
+    cancelled CI job): exit 128 + the signal's number (130, 143). ``str()`` is the one line
+    the CLI prints (what was kept, how to resume)."""
+
+    def __init__(self, signum: int, message: str = "") -> None:
+        import signal
+
+        self.signum = signum
+        self.exit_code = 128 + signum
+        self.signal_name = signal.Signals(signum).name
+        super().__init__(message or f"interrupted ({self.signal_name})")

@@ -16,6 +16,7 @@ Usage::
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -88,3 +89,30 @@ def usd(value: Any) -> str:
     """A cost estimate in dollars: ``usd(0.01234)`` → ``'$0.0123'``."""
     f = finite(value)
     return "unknown" if f is None else f"${f:.4f}"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (legal in a JSON escape, never in UTF-8) replaced by
+    U+FFFD, so it can be written; the same object when there is none.
+
+    Usage: ``clean_text("a\\ud800b")  # 'a\\ufffdb'``
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def clean_data(value: Any) -> Any:
+    """:func:`clean_text` on every string (and key) of JSON-like ``value``."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_data(k): clean_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_data(v) for v in value]
+    return value

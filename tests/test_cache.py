@@ -215,7 +215,8 @@ def test_the_cached_form_keeps_every_field_of_a_verdict_but_the_raw_answer() -> 
     v = Verdict(grade=2, rationale="why", input_tokens=3, output_tokens=4, expected_grade=1.5,
                 raw="the model's whole answer")
     stored = v.to_cache()
-    assert set(stored) == {f.name for f in fields(Verdict)} - {"raw"}
+    # usage_known is kept as the tokens themselves: null when unknown
+    assert set(stored) == {f.name for f in fields(Verdict)} - {"raw", "usage_known"}
     assert Verdict.from_cache(stored) == Verdict(grade=2, rationale="why", input_tokens=3,
                                                  output_tokens=4, expected_grade=1.5)
 

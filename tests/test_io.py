@@ -128,7 +128,7 @@ def test_dataframe_errors_name_the_callers_row() -> None:
     # label records: the failed row is skipped, yet the bad grade is named by its own row
     labels = pd.DataFrame({"query_id": ["1", "1", "1"], "chunk_id": ["a", "b", "c"],
                            "grade": [2, None, 7], "status": ["ok", "failed", "ok"]})
-    with pytest.raises(InputError, match=r"<DataFrame>, row 3: grade must be an integer 0-3"):
+    with pytest.raises(InputError, match=r"<qrels DataFrame>, row 3: grade must be an integer 0-3"):
         io.as_qrels(labels)
     run = pd.DataFrame({"query_id": ["1", "1"], "chunk_id": ["a", "b"], "score": [1.0, "high"]})
     with pytest.raises(InputError, match=r"row 2: score must be a number, got 'high'"):

@@ -200,11 +200,11 @@ def test_report_leads_with_the_headline_and_lists_every_pair_verdict(sampled: di
     c, paths = sampled["c"], sampled["paths"]
     html, md = paths["html"].read_text(), paths["md"].read_text()
     head = c.headline
-    assert head.startswith("Under human labels ")
+    assert head.startswith("On the 6 queries every run scores under both label sets, ")
     assert f'<p class="headline" id="headline">{head}</p>' in html
     assert md.split("\n\n")[1] == f"**{md_escape(head)}**"
     for p in c.significance.pairs_to_dicts():
-        row = (f"| {md_escape(p['a'])} | {md_escape(p['b'])} | "
+        row = (f"| {md_escape(p['a'])} | {md_escape(p['b'])} | {p['n']} | "
                f"{p['human']['delta']:+.4f} | {fmt.pvalue(p['human']['p_adjusted'])} | ")
         assert row in md
         assert f'<td class="v-{p["verdict"]}">{p["verdict"]}</td>' in html

@@ -51,7 +51,7 @@ def test_score_json_gives_every_mean_its_t_interval(files: dict[str, Path]) -> N
             m = run[measure]
             v = np.array(list(m["per_query"].values()))
             lo, hi = sps.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=sps.sem(v))
-            assert m["ci"] == pytest.approx([lo, hi], abs=1e-12)
+            assert m["ci"] == pytest.approx([max(lo, 0.0), min(hi, 1.0)], abs=1e-12)
     one = files["dir"] / "one.qrels"
     one.write_text("104861 0 nothing 1\n")  # one judged query: no interval
     res = CliRunner().invoke(main, ["score", "--qrels", str(one), "--json", "--run",
@@ -72,17 +72,18 @@ def test_json_has_intervals_and_a_verdict_for_every_pair(files: dict[str, Path])
             v = np.array([q[label] for q in d["per_query"][tag].values()
                           if q[label] is not None])
             lo, hi = sps.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=sps.sem(v))
-            assert run[f"{label}_ci"] == pytest.approx([lo, hi], abs=1e-12)
+            assert run[f"{label}_ci"] == pytest.approx([max(lo, 0.0), min(hi, 1.0)],
+                                                       abs=1e-12)
     for p in d["pairs"]:
+        a, b = d["per_query"][p["a"]], d["per_query"][p["b"]]
+        both = sorted(q for q in a if q in b and None not in (
+            a[q]["human"], a[q]["llm"], b[q]["human"], b[q]["llm"]))
+        assert p["n"] == len(both)
         for label in ("human", "llm"):
-            a = {q: v[label] for q, v in d["per_query"][p["a"]].items()}
-            b = {q: v[label] for q, v in d["per_query"][p["b"]].items()}
-            both = sorted(q for q in a if a[q] is not None and b.get(q) is not None)
-            x, y = np.array([a[q] for q in both]), np.array([b[q] for q in both])
-            assert p[label]["n"] == len(both)
-            assert p[label]["p"] == pytest.approx(sps.ttest_rel(x, y).pvalue, rel=1e-12)
+            x, y = (np.array([a[q][label] for q in both]), np.array([b[q][label] for q in both]))
+            assert p[label]["p"] == pytest.approx(sps.ttest_rel(x, y).pvalue, rel=1e-9)
             assert p[label]["p_adjusted"] >= p[label]["p"]
-        assert p["verdict"] in {"confirmed", "reversed", "lost", "spurious", "tie"}
+        assert p["verdict"] in {"confirmed", "reversed", "human-only", "llm-only", "unresolved"}
     assert sum(d["verdicts"].values()) == len(d["pairs"]) == 6
     assert d["statistics"]["test"] == "t" and d["statistics"]["alpha"] == 0.05
 
@@ -93,10 +94,10 @@ def test_text_output_leads_with_the_verdict_counts(files: dict[str, Path]) -> No
     first, second = out.splitlines()[:2]
     counts = json.loads(_compare(files, "--json", "--alpha", "0.5")[1])["verdicts"]
     assert first.startswith(f"Verdicts of 6 pairs: {counts['confirmed']} confirmed, "
-                            f"{counts['reversed']} reversed, {counts['lost']} lost, "
-                            f"{counts['spurious']} spurious, {counts['tie']} ties")
+                            f"{counts['reversed']} reversed, {counts['human-only']} human-only, "
+                            f"{counts['llm-only']} llm-only, {counts['unresolved']} unresolved")
     assert "alpha 0.5" in first
-    assert second.startswith("Under human labels ")
+    assert second.startswith("On the 10 queries every run scores under both label sets, ")
     # the runs table is sorted by the human means
     table = out.splitlines()[5:9]
     means = [float(line.split()[1]) for line in table]
@@ -139,20 +140,29 @@ def test_ppi_on_a_random_sample_of_queries_equals_ppi_py(files: dict[str, Path])
         pq = everything["per_query"][tag]
         return np.array([pq.get(q, {}).get(label) or 0.0 for q in qs])
 
-    for tag, run in d["runs"].items():
+    for tag, run in d["runs"].items():  # the default: the mean over these 10 queries
         y, yhat, yu = vals(tag, "human", lab), vals(tag, "llm", lab), vals(tag, "llm", unl)
-        lo, hi = ppi_py.ppi_mean_ci(y, yhat, yu, alpha=0.05)
-        est = ppi_py.ppi_mean_pointestimate(y, yhat, yu)
-        assert run["ppi"]["estimate"] == pytest.approx(float(np.ravel(est)[0]), abs=1e-9)
-        assert run["ppi"]["ci"] == pytest.approx([float(np.ravel(lo)[0]),
-                                                  float(np.ravel(hi)[0])], abs=1e-9)
+        est = np.concatenate([yhat, yu]).mean() + (y - yhat).mean()
+        half = sps.t.ppf(0.975, 4) * np.sqrt((1 - 5 / 10) * np.var(y - yhat, ddof=1) / 5)
+        assert run["ppi"]["estimate"] == pytest.approx(est, abs=1e-9)
+        assert run["ppi"]["ci"] == pytest.approx([max(est - half, 0), min(est + half, 1)],
+                                                 abs=1e-9)
         assert (run["ppi"]["n_labelled"], run["ppi"]["n_unlabelled"]) == (5, 5)
-    for p in d["pairs"]:
+        assert (run["ppi"]["target"], run["ppi"]["lambda"]) == ("queries", 1.0)
+    pop = json.loads(_compare(files, "--json", "--ppi", "--ppi-target", "population",
+                              human=files["dir"] / "sample.qrels")[1])
+    for p in pop["pairs"]:  # the population target: ppi_py's plain PPI
         ya = vals(p["a"], "human", lab) - vals(p["b"], "human", lab)
         yha = vals(p["a"], "llm", lab) - vals(p["b"], "llm", lab)
         yua = vals(p["a"], "llm", unl) - vals(p["b"], "llm", unl)
-        pval = float(np.ravel(ppi_py.ppi_mean_pval(ya, yha, yua))[0])
-        assert p["ppi"]["p"] == pytest.approx(pval, abs=1e-6)
+        pval = float(np.ravel(ppi_py.ppi_mean_pval(ya, yha, yua, lam=1))[0])
+        lo, hi = ppi_py.ppi_mean_ci(ya, yha, yua, alpha=0.05, lam=1)
+        assert p["ppi"]["p"] == pytest.approx(pval, rel=1e-9)
+        assert p["ppi"]["ci"] == pytest.approx([float(lo[0]), float(hi[0])], abs=1e-9)
+    tuned = json.loads(_compare(files, "--json", "--ppi", "--ppi-tune",
+                                human=files["dir"] / "sample.qrels")[1])
+    assert tuned["statistics"]["ppi_tune"] is True
+    assert all(0 <= r["ppi"]["lambda"] <= 1 for r in tuned["runs"].values())
     text = _compare(files, "--ppi", human=files["dir"] / "sample.qrels")[1]
     assert "Prediction-powered estimates" in text and "5 of 10" in text
 
@@ -168,3 +178,39 @@ def test_ppi_without_a_sample_is_a_clear_error(files: dict[str, Path]) -> None:
 def test_bad_statistics_options_exit_2(files: dict[str, Path], args: tuple[str, str]) -> None:
     code, _, err = _compare(files, *args)
     assert code == 2 and args[0] in err
+
+
+def test_complete_counts_a_missing_query_as_zero(files: dict[str, Path]) -> None:
+    lines = Path(RUNS[0]).read_text().splitlines()
+    first_q = lines[0].split()[0]
+    short = files["dir"] / "short.run"
+    short.write_text("\n".join(x for x in lines if x.split()[0] != first_q) + "\n")
+    runner = CliRunner()
+    base = ["compare", "--human", str(files["human"]), "--llm", str(files["llm"]),
+            "--run", f"short={short}", *[a for r in RUNS[1:] for a in ("--run", str(r))],
+            "--json"]
+    plain = json.loads(runner.invoke(main, base).stdout)
+    full = json.loads(runner.invoke(main, [*base, "--complete"]).stdout)
+    assert plain["shared_queries"] == 9 and full["shared_queries"] == 10
+    assert plain["headline"].startswith("On the 9 queries every run scores")
+    assert first_q not in plain["per_query"]["short"]
+    assert full["per_query"]["short"][first_q] == {"human": 0.0, "llm": 0.0, "delta": 0.0}
+    pair = next(p for p in full["pairs"] if "short" in (p["a"], p["b"]))
+    assert pair["n"] == 10
+    assert full["complete"] is True and plain["complete"] is False
+    assert full["runs"]["short"]["human"] == pytest.approx(
+        np.mean([v["human"] for v in full["per_query"]["short"].values()]))
+    text = runner.invoke(main, base[:-1]).stdout
+    assert "queries h/l" in text and " 9/9 " in text
+
+
+def test_pairs_best_and_adjacent(files: dict[str, Path]) -> None:
+    best = json.loads(_compare(files, "--json", "--pairs", "best")[1])
+    order = best["order"]["human"]
+    assert best["statistics"]["pairs"] == "best" and len(best["pairs"]) == 3
+    assert all(order[0] in (p["a"], p["b"]) for p in best["pairs"])
+    adjacent = json.loads(_compare(files, "--json", "--pairs", "adjacent")[1])
+    got = {frozenset((p["a"], p["b"])) for p in adjacent["pairs"]}
+    assert got == {frozenset(order[i:i + 2]) for i in range(3)}
+    everything = json.loads(_compare(files, "--json")[1])
+    assert everything["statistics"]["pairs"] == "all" and len(everything["pairs"]) == 6

@@ -12,17 +12,21 @@ Usage::
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import importlib
 import os
 import re
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
-from labeler.errors import LabelerError
+from labeler.errors import Interrupted, LabelerError
 
 # Sub-command modules; each defines click commands and adds them to ``main``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -35,6 +39,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "judges_cmd",
     "blend_cmd",
     "probe_cmd",
+    "cache_cmd",
 )
 
 
@@ -58,7 +63,8 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         debug = bool(ctx.params.get("debug"))
         try:
-            return super().invoke(ctx)
+            with _sigterm_interrupts():
+                return super().invoke(ctx)
         except LabelerError as exc:
             from labeler.redact import redact
 
@@ -72,9 +78,12 @@ class _Group(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(0)
-        except KeyboardInterrupt:
-            click.echo("labeler: interrupted", err=True)
-            ctx.exit(130)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see _sigterm_interrupts)
+            from labeler.redact import redact
+
+            text = str(exc) if isinstance(exc, Interrupted) else "interrupted"
+            click.echo(f"labeler: {redact(text)}", err=True)
+            ctx.exit(getattr(exc, "exit_code", 130))
         except Exception as exc:  # anything unexpected: exit 1
             from labeler.redact import redact
 
@@ -108,6 +117,26 @@ def run() -> None:
     gc.set_threshold(50_000, *gc.get_threshold()[1:])
     atexit.register(gc.freeze)
     main()
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`~labeler.errors.Interrupted` (exit 143) like Ctrl-C raises
+    KeyboardInterrupt, so outputs are finished or cleaned up as for Ctrl-C instead of the
+    process dying mid-write. The labelling job catches both signals itself, to write every
+    pair's record."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _as_flags(ctx: click.Context, exc: LabelerError) -> str:

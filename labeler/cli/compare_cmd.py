@@ -16,13 +16,15 @@ from labeler.schema import GAINS
 from labeler.cli import main
 from labeler.cli.options import (InputFormats, echo_result, format_option, read_side, stats_options,
                                  stats_settings)
+from labeler.cli.pair_progress import PairProgress
 
 DEFAULT_TITLE = "Human vs LLM labels"
 
 
 @main.command("compare")
 @click.option("--human", "human_path", required=True, metavar="QRELS",
-              help="Human labels: TREC qrels, CSV, JSONL or Parquet.")
+              help="Human labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
+                   "ir_datasets dataset's qrels).")
 @click.option("--llm", "llm_path", required=True, metavar="LABELS",
               help="LLM labels: label records (failed rows left out) or any qrels form.")
 @click.option("--run", "run_paths", required=True, multiple=True, metavar="[NAME=]RUN",
@@ -44,7 +46,8 @@ DEFAULT_TITLE = "Human vs LLM labels"
 @click.option("--grade-map-llm", metavar="MAP", default=None,
               help="Map raw LLM grades, e.g. '4=3'.")
 @click.option("--queries", "queries_path", metavar="FILE", default=None,
-              help="Query texts (TSV id<TAB>text, CSV, JSONL) for the most-changed table.")
+              help="Query texts (TSV id<TAB>text, CSV, JSONL, or irds:<id>) for the "
+                   "most-changed table.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the most-changed queries to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
@@ -53,12 +56,16 @@ DEFAULT_TITLE = "Human vs LLM labels"
 @click.option("--agreement", "agreement_path", metavar="REPORT.json", default=None,
               help="A `labeler reconcile --report` JSON: adds the confusion matrix to the report.")
 @click.option("--title", default=DEFAULT_TITLE, show_default=True, help="Title of the report.")
+@click.option("--complete", is_flag=True,
+              help="Count, as 0, a query of a label set that a run lacks (trec_eval -c, as in "
+                   "`labeler score --complete`). Without it, runs are ranked only on the "
+                   "queries every run scores under both label sets.")
 @stats_options()
 def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                 ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: str,
                 include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,
                 queries_path: str | None, top: int, as_json: bool, report_dir: str | None,
-                agreement_path: str | None, title: str, **stats: Any) -> None:
+                agreement_path: str | None, title: str, complete: bool, **stats: Any) -> None:
     """How much NDCG and the order of the runs change between human and LLM labels, and
     which differences between runs are real under each."""
     from labeler import io
@@ -92,9 +99,10 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
         queries = io.read_queries(queries_path, formats["queries"]) if queries_path else None
     agreement = load_agreement(agreement_path) if agreement_path else None
     options = stats_settings(stats)
-    result = compare(human=human, llm=llm, runs=runs, k=k, gain=gain,
-                     include_empty=include_empty, top=top, queries=queries, stats=options,
-                     measure=measure)
+    with PairProgress() as progress:
+        result = compare(human=human, llm=llm, runs=runs, k=k, gain=gain,
+                         include_empty=include_empty, top=top, queries=queries, stats=options,
+                         measure=measure, complete=complete, progress=progress)
     echo_result(result, as_json)
     if report_dir:
         from labeler.pipeline.provenance import judge_summary

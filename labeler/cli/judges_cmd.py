@@ -17,7 +17,8 @@ from labeler.cli.options import InputFormats, echo_result, format_option, read_l
 
 @main.command("judges")
 @click.option("--human", "human_path", required=True, metavar="QRELS",
-              help="Human labels: TREC qrels, CSV, JSONL or Parquet.")
+              help="Human labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
+                   "ir_datasets dataset's qrels).")
 @click.option("--llm", "llm_specs", required=True, multiple=True, metavar="[NAME=]LABELS",
               help="A judge's labels (records or qrels); repeat for every judge. NAME= names "
                    "it (default: the file name).")

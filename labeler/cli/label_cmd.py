@@ -25,17 +25,22 @@ if TYPE_CHECKING:
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 _OUT_FORMATS = ("jsonl", "csv", "parquet")
+INTERRUPTED_EXITS = (130, 143)  # SIGINT, SIGTERM
 
 
 @main.command("label")
 @click.option("--pairs", "pairs_path", type=_FILE,
-              help="Pairs to judge: query_id, query, chunk_id, chunk (CSV/JSONL/Parquet).")
+              help="Pairs to judge: query_id, query, chunk_id, chunk (CSV/JSONL/Parquet), or "
+                   "irds:<id> (an ir_datasets dataset's judged pairs).")
 @click.option("--queries", "queries_path", type=_FILE,
-              help="Queries (query_id, query; or TSV id<TAB>text) — with --corpus and --run.")
+              help="Queries (query_id, query; TSV id<TAB>text; or irds:<id>, with its "
+                   "description/narrative) — with --corpus and --run.")
 @click.option("--corpus", "corpus_path", type=_FILE,
-              help="Corpus (chunk_id, chunk; or TSV id<TAB>text) — with --queries and --run.")
+              help="Corpus (chunk_id, chunk; TSV id<TAB>text; or irds:<id>: only the pooled "
+                   "documents are fetched) — with --queries and --run.")
 @click.option("--run", "run_paths", multiple=True, metavar="[NAME=]PATH",
-              help="A run to pool from (TREC run or table); repeat for several runs. "
+              help="A run to pool from (TREC run, table, or irds:<id>: its scored documents); "
+                   "repeat for several runs. "
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")
@@ -65,7 +70,8 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
 
     Exit status: 0 every pair judged, 3 some pairs failed (the output still holds every
     pair), 5 batches submitted but not finished (--batch-wait; nothing written: run the same
-    command again to collect them), 2 bad input, configuration, key or endpoint.
+    command again to collect them), 2 bad input, configuration, key or endpoint, 130/143
+    stopped by SIGINT/SIGTERM (every pair's record written; run it again to resume).
     """
     from labeler import io
     from labeler.labelling.batchfile import BatchFileWritten, BatchNotReady, load_batch_prices
@@ -84,7 +90,8 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
                    "--batch-file-in": settings.get("batch_file_in")},
                   {"--out": out, "--qrels-out": qrels_out, "the failed pairs' file": failed_out,
                    "--batch-file-out": settings.get("batch_file_out")},
-                  dirs={"--cache-dir": cache_dir})
+                  # an existing cache may be read-only: it is then only read
+                  dirs={"--cache-dir": None if cache_dir and cache_dir.is_dir() else cache_dir})
     paths = {"pairs": pairs_path, "queries": queries_path, "corpus": corpus_path,
              "run": list(run_paths)}
     formats = InputFormats(fmt, paths, flag="--input-format")
@@ -113,7 +120,13 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
         where = f"in {failed_out}"
     for line in result.summary.render().splitlines():
         click.echo(f"labeler: {line}", err=True)
-    if result.exit_code:
+    if result.exit_code in INTERRUPTED_EXITS:
+        judged = result.summary.n_pairs - result.summary.failed
+        click.echo(f"labeler: interrupted: {judged} of {result.summary.n_pairs} pairs judged, "
+                   f"every record written to {out} (the rest 'failed', reason interrupted); "
+                   "run the same command again to resume — judged pairs come from the cache",
+                   err=True)
+    elif result.exit_code:
         click.echo(f"labeler: {result.summary.failed} pairs failed (status 'failed', reason "
                    f"{where}); re-run the same command to retry only those", err=True)
     click.get_current_context().exit(result.exit_code)

@@ -19,11 +19,14 @@ from labeler.cli.options import InputFormats, format_option
 
 @main.command("pool")
 @click.option("--queries", "queries_path", type=_FILE, required=True,
-              help="Queries (query_id, query; or TSV id<TAB>text).")
+              help="Queries (query_id, query; TSV id<TAB>text; or irds:<id>, an ir_datasets "
+                   "dataset's queries).")
 @click.option("--corpus", "corpus_path", type=_FILE, required=True,
-              help="Corpus (chunk_id, chunk; or TSV id<TAB>text).")
+              help="Corpus (chunk_id, chunk; TSV id<TAB>text; or irds:<id>: only the pooled "
+                   "documents are fetched, by id).")
 @click.option("--run", "run_paths", multiple=True, required=True, metavar="[NAME=]PATH",
-              help="A run to pool from (TREC run or table); repeat for several runs. "
+              help="A run to pool from (TREC run, table, or irds:<id>: its scored documents); "
+                   "repeat for several runs. "
                    "NAME=PATH names the run.")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               help="Pool the top K chunks of each run per query.")

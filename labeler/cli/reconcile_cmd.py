@@ -26,7 +26,8 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
 @click.option("--llm", "llm_path", type=_FILE, required=True,
               help="LLM label records (JSONL/CSV/Parquet) or any qrels form.")
 @click.option("--human", "human_path", type=_FILE, required=True,
-              help="Human qrels (TREC qrels or a table with query_id, chunk_id, grade).")
+              help="Human qrels (TREC qrels, a table with query_id, chunk_id, grade, or "
+                   "irds:<id>).")
 @click.option("--out", type=_FILE, required=True,
               help="Merged label records (human where present, else LLM; `source` column).")
 @click.option("--report", type=_FILE, help="Write the agreement report as JSON.")
@@ -48,9 +49,11 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
 @click.option("--pairs", "pairs_path", type=_FILE, help="Pairs file: query and chunk texts "
               "for the audit.")
 @click.option("--queries", "queries_path", type=_FILE,
-              help="Query texts for the audit (instead of --pairs), with --corpus.")
+              help="Query texts for the audit (instead of --pairs; a file or irds:<id>), with "
+                   "--corpus.")
 @click.option("--corpus", "corpus_path", type=_FILE,
-              help="Chunk texts for the audit (instead of --pairs), with --queries.")
+              help="Chunk texts for the audit (instead of --pairs; a file, or irds:<id>: only "
+                   "the audited documents are fetched), with --queries.")
 @click.option("--grade-map-llm", help="Map raw LLM grades, e.g. '4=3,5=3'.")
 @click.option("--grade-map-human", help="Map raw human grades, e.g. '-1=0'.")
 @format_option("llm", "human", "pairs", "queries", "corpus")
@@ -178,12 +181,13 @@ def _counts_text(merged: dict[str, Any]) -> str:
 @click.option("--out", type=_FILE, required=True, help="The sheet to annotate (CSV/JSONL/"
               "Parquet): query_id, query, chunk_id, chunk and an empty grade column.")
 @click.option("--human", "human_path", type=_FILE,
-              help="Human qrels: pairs already labelled are skipped.")
+              help="Human qrels (a file or irds:<id>): pairs already labelled are skipped.")
 @click.option("--pairs", "pairs_path", type=_FILE, help="Pairs file for the query/chunk texts.")
 @click.option("--queries", "queries_path", type=_FILE,
-              help="Query texts (instead of --pairs), with --corpus.")
+              help="Query texts (instead of --pairs; a file or irds:<id>), with --corpus.")
 @click.option("--corpus", "corpus_path", type=_FILE,
-              help="Chunk texts (instead of --pairs), with --queries.")
+              help="Chunk texts (instead of --pairs; a file, or irds:<id>: only the sampled "
+                   "documents are fetched), with --queries.")
 @format_option("labels", "human", "pairs", "queries", "corpus")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--by", default="grade,query_id", show_default=True,

@@ -25,10 +25,12 @@ if TYPE_CHECKING:
 
 @main.command("score")
 @click.option("--qrels", "qrels", required=True, type=click.Path(dir_okay=False),
-              help="Relevance labels: TREC qrels, CSV, JSONL or Parquet. Grades may be any "
+              help="Relevance labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
+                   "ir_datasets dataset's qrels). Grades may be any "
                    "integer (gain g for g > 0, else 0, as trec_eval).")
 @click.option("--run", "runs", required=True, multiple=True, metavar="[NAME=]PATH",
-              help="A ranking (TREC run, CSV, JSONL, Parquet); repeat for several runs. "
+              help="A ranking (TREC run, CSV, JSONL, Parquet, or irds:<id>: its scored "
+                   "documents); repeat for several runs. "
                    "NAME=PATH names the run (the name wins over the file's tag).")
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True,
               help="NDCG cut-off; repeat for several (--k 5 --k 10). Default 10.")

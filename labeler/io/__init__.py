@@ -15,19 +15,23 @@ Usage::
 from __future__ import annotations
 
 from labeler.io._base import (TABLE_FORMATS, GradeMap, Locator, PathLike, detect_format,
-                               parse_grade_map, parse_grades, read_table)
-from labeler.io.readers import (RunSpec, as_qrels, as_run, parse_run_arg, read_corpus, read_labels,
-                                read_pairs, read_qrels, read_queries, read_run, read_runs,
-                                rename_aliases, run_stem)
-from labeler.io.edges import PairsLike, as_corpus, as_labels, as_pairs, as_queries, as_runs
+                              parse_grade_map, parse_grades, read_table)
+from labeler.io.convert import (is_irds, is_path, to_ir_measures, to_pyterrier, to_pytrec_eval,
+                                to_ranx)
+from labeler.io.readers import (RunSpec, as_qrels, as_run, parse_named, parse_run_arg,
+                                read_corpus, read_labels, read_pairs, read_qrels, read_queries,
+                                read_run, read_runs, rename_aliases, run_stem)
+from labeler.io.edges import (PairsLike, as_corpus, as_labels, as_pairs, as_queries, as_runs,
+                              chunk_texts)
 from labeler.io.writers import (atomic_path, write_json, write_labels, write_qrels, write_run,
                                 write_table, write_text)
 
 __all__ = [
     "TABLE_FORMATS", "GradeMap", "Locator", "PairsLike", "PathLike", "RunSpec", "as_corpus",
     "as_labels", "as_pairs", "as_qrels", "as_queries", "as_run", "as_runs", "atomic_path",
-    "detect_format", "parse_grade_map", "parse_grades", "parse_run_arg", "read_corpus",
-    "read_labels", "read_pairs", "read_qrels", "read_queries", "read_run", "read_runs",
-    "read_table", "rename_aliases", "run_stem", "write_json", "write_labels", "write_qrels",
-    "write_run", "write_table", "write_text",
+    "chunk_texts", "detect_format", "is_irds", "is_path", "parse_grade_map", "parse_grades",
+    "parse_named", "parse_run_arg", "read_corpus", "read_labels", "read_pairs", "read_qrels",
+    "read_queries", "read_run", "read_runs", "read_table", "rename_aliases", "run_stem",
+    "to_ir_measures", "to_pyterrier", "to_pytrec_eval", "to_ranx", "write_json",
+    "write_labels", "write_qrels", "write_run", "write_table", "write_text",
 ]

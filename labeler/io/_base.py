@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
+from labeler.fmt import clean_data
 from labeler.errors import InputError
 from labeler.io.lines import (_DECOMPRESS_ERRORS, _INT_RE, COMPRESSED, UTF8_ADVICE, _corrupt,
                               _first_bad_line, _open_binary, _text_lines, _trec_kind, _first_line,
@@ -130,6 +131,8 @@ def _read_jsonl(p: Path) -> tuple[pd.DataFrame, Locator]:
             raise InputError(f"not valid JSON ({exc.msg})", path=p, line=n) from None
         if not isinstance(obj, dict):
             raise InputError("each line must be a JSON object", path=p, line=n)
+        if "\\u" in raw and _LONE_ESCAPE.search(raw):
+            obj = clean_data(obj)  # lone surrogates cannot be UTF-8: U+FFFD instead
         records.append(obj)
         lines.append(n)
     if not records:
@@ -141,6 +144,10 @@ def _read_jsonl(p: Path) -> tuple[pd.DataFrame, Locator]:
         if any(isinstance(v, int) and abs(v) > 2**53 for v in values):
             df[col] = pd.Series(values, dtype=object).map(_exact)
     return df, lambda i: {"line": lines[i]}
+
+
+_LONE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A JSON escape of a surrogate (paired ones are checked too; cheap and rare)."""
 
 
 def _exact(value: Any) -> Any:
@@ -353,7 +360,19 @@ def _as_id(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Seri
     if empty.any():
         i = int(np.flatnonzero(empty.to_numpy())[0])
         raise InputError(f"'{col}' is empty", path=path, **loc(i))
-    return out.astype(str).str.strip()
+    out = out.astype(str).str.strip()
+    odd = out.str.contains(ODD_ID_CHARS, regex=True)
+    if odd.any():
+        i = int(np.flatnonzero(odd.to_numpy())[0])
+        raise InputError(f"'{col}' {out.iloc[i]!r} holds a control character (tools that "
+                         "read TREC files cut or split an id there): fix the id",
+                         path=path, **loc(i))
+    return out
+
+
+ODD_ID_CHARS = "[\x00-\x08\x0e-\x1f\x7f]"
+"""Characters no id may hold: controls other than whitespace (a NUL cuts an id in C tools;
+whitespace is refused where it matters, when a TREC file is written)."""
 
 
 def _as_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:

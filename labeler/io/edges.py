@@ -24,23 +24,24 @@ import pandas as pd
 from labeler.errors import InputError
 from labeler.schema import (CHUNK, CHUNK_ID, CORPUS_COLUMNS, KEYS, PAIR_COLUMNS, QUERY,
                             QUERY_COLUMNS, QUERY_ID, STATUS, STATUS_FAILED, STATUS_OK, SYSTEM)
-from labeler.io._base import GradeMap, Locator, _as_id, _as_text, _require_columns, parse_grades
-from labeler.io.readers import (_check_consistent, _rows, as_qrels, as_run, read_corpus,
-                                read_labels, read_pairs, read_queries, read_runs)
+from labeler.io._base import GradeMap, Locator, _as_id, _as_text, parse_grades
+from labeler.io.convert import is_irds, is_path, is_records, is_scores_dict, ranx_kind, table_of
+from labeler.io.readers import (_check_consistent, _rows, as_qrels, as_run, conform,
+                                read_corpus, read_labels, read_pairs, read_queries, read_runs)
 
-__all__ = ["as_corpus", "as_labels", "as_pairs", "as_qrels", "as_queries", "as_runs"]
+__all__ = ["as_corpus", "as_labels", "as_pairs", "as_qrels", "as_queries", "as_runs",
+           "chunk_texts"]
 
-PairsLike: TypeAlias = str | os.PathLike[str] | pd.DataFrame | Sequence[Mapping[str, Any]]
+PairsLike: TypeAlias = (str | os.PathLike[str] | pd.DataFrame | Sequence[Mapping[str, Any]]
+                        | Any)
+"""A path, ``irds:<id>`` or dataset (its judged pairs), a DataFrame or records."""
 
 
-def _frame(obj: Any, what: str) -> tuple[pd.DataFrame, str]:
-    """A caller's DataFrame (copied, fresh index) or records, and a name for messages."""
-    if isinstance(obj, pd.DataFrame):
-        return obj.reset_index(drop=True).copy(), str(obj.attrs.get("path", f"<{what} DataFrame>"))
-    if isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
-        return pd.DataFrame(list(obj)), f"<{what} records>"
-    raise TypeError(f"{what} must be a path, a DataFrame or a list of records, not "
-                    f"{type(obj).__name__}")
+def _frame(obj: Any, kind: str, cols: tuple[str, ...], what: str) -> tuple[pd.DataFrame, str]:
+    """A caller's object (DataFrame, records, namedtuples, dict, ranx object) as a frame
+    with our column names, checked to hold ``cols``, and a name for messages."""
+    df, name = table_of(obj, kind)
+    return conform(df, kind, cols, name, what), name
 
 
 def as_pairs(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
@@ -49,10 +50,13 @@ def as_pairs(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
 
     Usage: ``io.as_pairs("pairs.csv")`` or ``io.as_pairs(df)``
     """
-    if isinstance(obj, (str, os.PathLike)):
+    if is_path(obj):
         return read_pairs(obj, fmt)
-    df, name = _frame(obj, "pairs")
-    _require_columns(df, PAIR_COLUMNS, name, "pairs")
+    if is_irds(obj):
+        from labeler.io import irds
+
+        return irds.pairs(irds.dataset(obj))
+    df, name = _frame(obj, "pairs", PAIR_COLUMNS, "pairs")
     if df.empty:
         raise InputError("there are no pairs", path=name)
     for col in KEYS:
@@ -66,13 +70,14 @@ def as_pairs(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
 
 def _texts(obj: Any, cols: tuple[str, ...], what: str, reader: Any,
            fmt: str | None = None) -> pd.DataFrame:
-    if isinstance(obj, (str, os.PathLike)):
+    if is_path(obj):
         return reader(obj, fmt)
-    if isinstance(obj, Mapping):
-        return pd.DataFrame({cols[0]: [str(k) for k in obj], cols[1]: [str(v) for v in
-                                                                        obj.values()]})
-    df, name = _frame(obj, what)
-    _require_columns(df, cols, name, what)
+    if is_irds(obj):
+        from labeler.io import irds
+
+        ds = irds.dataset(obj)
+        return irds.queries(ds) if what == "queries" else irds.corpus(ds)
+    df, name = _frame(obj, what, cols, what)
     df[cols[0]] = _as_id(df[cols[0]], cols[0], name, _rows)
     df[cols[1]] = _as_text(df[cols[1]], cols[1], name, _rows)
     _check_consistent(df, cols[0], cols[1], name, _rows)
@@ -97,25 +102,27 @@ def as_corpus(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
     return _texts(obj, CORPUS_COLUMNS, "corpus", read_corpus, fmt)
 
 
-def as_labels(obj: Any, grade_map: GradeMap = None, *, fmt: str | None = None
-              ) -> pd.DataFrame:
+def as_labels(obj: Any, grade_map: GradeMap = None, *, fmt: str | None = None,
+              any_grade: bool = False) -> pd.DataFrame:
     """Label records (at least ``query_id, chunk_id, grade, status``) from a path (records or
     any qrels form), a DataFrame or records; a table without ``status`` is all ``ok``.
     ``fmt`` forces a file's format.
 
     Usage: ``io.as_labels(result.records)``
     """
-    if isinstance(obj, (str, os.PathLike)):
-        df = read_labels(obj, fmt, grade_map=grade_map)
+    if is_path(obj):
+        df = read_labels(obj, fmt, grade_map=grade_map, any_grade=any_grade)
         df.attrs["path"] = str(obj)
         return df
-    df, name = _frame(obj, "label records")
-    _require_columns(df, (QUERY_ID, CHUNK_ID, "grade"), name, "label records")
+    if is_irds(obj):
+        obj = as_qrels(obj, grade_map, any_grade=any_grade)
+    df, name = _frame(obj, "labels", (QUERY_ID, CHUNK_ID, "grade"), "label records")
     loc: Locator = _rows
     for col in KEYS:
         df[col] = _as_id(df[col], col, name, loc)
     df[STATUS] = df[STATUS].astype(str) if STATUS in df.columns else STATUS_OK
-    df["grade"] = parse_grades(df["grade"], name, loc, grade_map, allow_missing=True)
+    df["grade"] = parse_grades(df["grade"], name, loc, grade_map, allow_missing=True,
+                               any_grade=any_grade)
     bad = (~df[STATUS].isin([STATUS_OK, STATUS_FAILED])
            | ((df[STATUS] == STATUS_OK) & df["grade"].isna()))
     if bad.any():
@@ -128,25 +135,39 @@ def as_labels(obj: Any, grade_map: GradeMap = None, *, fmt: str | None = None
 
 
 def as_runs(obj: Any) -> pd.DataFrame:
-    """Runs (``query_id, chunk_id, score, system``) from a path, paths, a DataFrame, a list
-    of DataFrames, ``{name: path | DataFrame | {qid: {docid: score}}}`` (named runs) or one
-    ``{qid: {docid: score}}``. Two runs with the same name are an error.
+    """Runs (``query_id, chunk_id, score, system``) from a path, paths (``NAME=PATH``,
+    ``irds:<id>``), a DataFrame, a list of DataFrames or of ranx ``Run``s, ``{name: run}``
+    (any run :func:`as_run` takes: path, DataFrame, records, ``{qid: {docid: score}}``, ranx
+    Run) or one run of any of those kinds. Two runs with the same name are an error.
 
-    Usage: ``io.as_runs({"bm25": "bm25.run", "dense": "dense.run"})``
+    Usage: ``io.as_runs({"bm25": "bm25.run", "dense": dense_df})``
     """
-    if isinstance(obj, Mapping) and obj and all(
-            isinstance(v, (str, os.PathLike, pd.DataFrame))
-            or (isinstance(v, Mapping) and all(isinstance(x, Mapping) for x in v.values()))
-            for v in obj.values()):
+    if isinstance(obj, Mapping) and obj and not is_scores_dict(obj):
         frames = [as_run(v).assign(**{SYSTEM: str(name)}) for name, v in obj.items()]
         return pd.concat(frames, ignore_index=True)
-    if isinstance(obj, (list, tuple)) and obj and all(isinstance(r, pd.DataFrame) for r in obj):
+    if isinstance(obj, (list, tuple)) and obj and not is_records(obj) and all(
+            isinstance(r, pd.DataFrame) or ranx_kind(r) == "run" for r in obj):
         frames = [as_run(r, system=f"run{i + 1}") for i, r in enumerate(obj)]
         _distinct([t for f in frames for t in f[SYSTEM].unique()])
         return pd.concat(frames, ignore_index=True)
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, (list, tuple)) and not is_records(obj):
         return read_runs(list(obj))
     return as_run(obj)
+
+
+def chunk_texts(corpus: Any, ids: Any, fmt: str | None = None) -> dict[str, str]:
+    """``{chunk_id: text}`` of the chunks ``ids`` that ``corpus`` holds: an ir_datasets
+    corpus (``irds:<id>`` or a dataset) is asked for these documents only
+    (``docs_store().get_many``); any other corpus is read whole (:func:`as_corpus`).
+
+    Usage: ``texts = chunk_texts("irds:msmarco-passage", pooled["chunk_id"])``
+    """
+    if is_irds(corpus):
+        from labeler.io import irds
+
+        return irds.doc_texts(irds.dataset(corpus), ids)
+    table = as_corpus(corpus, fmt=fmt)
+    return dict(zip(table[CHUNK_ID].astype(str), table[CHUNK].astype(str)))
 
 
 def _distinct(tags: list[str]) -> None:

@@ -17,21 +17,25 @@ from labeler.schema import (CORPUS_COLUMNS, GRADES, PAIR_COLUMNS, QRELS_COLUMNS,
 from labeler.io._base import (COMPRESSED, GradeMap, Locator, PathLike, _as_id, _as_text,
                               _check_exists, _require_columns, detect_format, parse_grades,
                               read_table)
+from labeler.io.convert import is_irds, is_path, table_of
 from labeler.io.lines import _run_check, sniff_trec
 from labeler.io.trec import _may_repeat, _read_trec, _read_trec_fast, _trec_lines, _trec_locate_bad
 
 # --------------------------------------------------------------------------- readers
 
-def read_pairs(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
+def read_pairs(path: Any, fmt: str | None = None) -> pd.DataFrame:
     """Pairs to label: ``query_id, query, chunk_id, chunk`` (extra columns kept).
 
     A repeated (query_id, chunk_id) with the same texts is kept once; a query id or a
-    chunk id given two different texts is an error naming both lines.
+    chunk id given two different texts is an error naming both lines. Not a path: see
+    :func:`labeler.io.as_pairs` (``irds:<id>``, a DataFrame, records).
     """
+    if not is_path(path):
+        from labeler.io.edges import as_pairs
+
+        return as_pairs(path, fmt=fmt)
     df, loc = read_table(path, fmt)
-    df = rename_aliases(df, "pairs", path=path)
-    _require_columns(df, PAIR_COLUMNS, path, "pairs")
-    df = df.copy()
+    df = conform(df, "pairs", PAIR_COLUMNS, path, "pairs").copy()
     for col in ("query_id", "chunk_id"):
         df[col] = _as_id(df[col], col, path, loc)
     for col in ("query", "chunk"):
@@ -57,14 +61,24 @@ def _check_consistent(df: pd.DataFrame, id_col: str, text_col: str, path: PathLi
                          path=path, **loc(i))
 
 
-def read_queries(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
-    """Queries: ``query_id, query`` (TSV ``id<TAB>text`` accepted)."""
+def read_queries(path: Any, fmt: str | None = None) -> pd.DataFrame:
+    """Queries: ``query_id, query`` (TSV ``id<TAB>text`` accepted); ``irds:<id>``, a
+    DataFrame, records or ``{id: text}`` too (:func:`labeler.io.as_queries`)."""
+    if not is_path(path):
+        from labeler.io.edges import as_queries
+
+        return as_queries(path, fmt=fmt)
     return _read_texts(path, fmt, QUERY_COLUMNS, "queries")
 
 
-def read_corpus(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
+def read_corpus(path: Any, fmt: str | None = None) -> pd.DataFrame:
     """Corpus: ``chunk_id, chunk`` (TSV ``id<TAB>text`` accepted; ``docid/doc`` and
-    ``id/text`` column names are understood)."""
+    ``id/text`` column names are understood); ``irds:<id>`` (every document: stages fetch
+    only the ones they need), a DataFrame, records or ``{id: text}`` too."""
+    if not is_path(path):
+        from labeler.io.edges import as_corpus
+
+        return as_corpus(path, fmt=fmt)
     return _read_texts(path, fmt, CORPUS_COLUMNS, "corpus")
 
 
@@ -81,7 +95,7 @@ _ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
               "chunk": ("doc", "text", "passage", "contents", "body")},
     "qrels": {**_ID_ALIASES, "grade": ("relevance", "rel", "label", "judgement", "score")},
     "labels": {**_ID_ALIASES, "grade": ("relevance", "rel", "label")},
-    "run": {**_ID_ALIASES, "system": ("run_id", "runid", "run", "tag")},
+    "run": {**_ID_ALIASES, "system": ("run_id", "runid", "run", "tag", "name")},
 }
 
 
@@ -112,19 +126,38 @@ def rename_aliases(df: pd.DataFrame, kind: str, mapping: Mapping[str, str] | Non
     return df.rename(columns=rename) if rename else df
 
 
+def conform(df: pd.DataFrame, kind: str, cols: Sequence[str], path: PathLike, what: str,
+            mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """``df`` renamed to our columns (:func:`rename_aliases`), checked to hold ``cols``; a
+    missing column is an InputError naming the columns as the caller wrote them and the
+    names that would have been understood.
+
+    Usage: ``df = conform(raw, "qrels", QRELS_COLUMNS, path, "qrels")``
+    """
+    given = [str(c) for c in df.columns]
+    out = rename_aliases(df, kind, mapping, path=path)
+    missing = [c for c in cols if c not in out.columns]
+    if missing:
+        known = _ALIASES.get(kind, {})
+        wants = "; ".join(f"{c}" + (f" (or {', '.join(known[c])})" if known.get(c) else "")
+                          for c in missing)
+        hint = " (or map yours: `columns`)" if kind in ("qrels", "run") else ""
+        raise InputError(f"{what} need the column(s) {wants}; found "
+                         f"{', '.join(given) or '(none)'}{hint}", path=path)
+    return out
+
+
 def _read_texts(path: PathLike, fmt: str | None, cols: tuple[str, ...],
                 what: str) -> pd.DataFrame:
     df, loc = read_table(path, fmt, tsv_columns=(cols[0], cols[1]))
-    df = rename_aliases(df, what, path=path)
-    _require_columns(df, cols, path, what)
-    df = df.copy()
+    df = conform(df, what, cols, path, what).copy()
     df[cols[0]] = _as_id(df[cols[0]], cols[0], path, loc)
     df[cols[1]] = _as_text(df[cols[1]], cols[1], path, loc)
     _check_consistent(df, cols[0], cols[1], path, loc)
     return df.drop_duplicates(cols[0]).reset_index(drop=True)
 
 
-def read_qrels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = None,
+def read_qrels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
                *, any_grade: bool = False, columns: Mapping[str, str] | None = None
                ) -> pd.DataFrame:
     """Qrels: ``query_id, chunk_id, grade`` (int 0–3) from TREC ``qid 0 docid rel`` or a table.
@@ -133,7 +166,10 @@ def read_qrels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = Non
     A (query, chunk) judged twice with different grades is an error. ``any_grade``: any
     integer is a grade (for scoring, as trec_eval). ``columns`` maps a table's own column
     names to ours (``{"docno": "chunk_id"}``); ir_measures' and PyTerrier's names are known.
+    Not a path: ``irds:<id>`` and anything :func:`as_qrels` takes.
     """
+    if not is_path(path):
+        return as_qrels(path, grade_map, any_grade=any_grade, columns=columns)
     p = _check_exists(path)
     kind = _trec_if_it_looks_so(p, detect_format(p, fmt), fmt)
     if kind == "trec":
@@ -148,7 +184,7 @@ def read_qrels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = Non
                              "qrels")
     else:
         df, loc = read_table(p, kind)
-        df = rename_aliases(df, "qrels", columns, path=p)
+        df = conform(df, "qrels", QRELS_COLUMNS, p, "qrels", columns)
         out = _qrels_of_table(df, p, loc, grade_map, any_grade)
         if out.empty:
             raise InputError("no label record has status 'ok'", path=p)
@@ -192,15 +228,19 @@ def _dedupe_judgements(df: pd.DataFrame, path: PathLike, loc: Locator) -> pd.Dat
     return df.reset_index(drop=True)
 
 
-def read_run(path: PathLike, fmt: str | None = None, *, name: str | None = None,
+def read_run(path: Any, fmt: str | None = None, *, name: str | None = None,
              columns: Mapping[str, str] | None = None) -> pd.DataFrame:
     """A ranking: ``query_id, chunk_id, score, system`` (float scores, string system).
 
     From TREC ``qid Q0 docid rank score tag`` (the tag of the first line names the run; fields
     after it are ignored) or a table with ``score`` or ``rank`` (score = −rank) and an optional
     ``system`` column; without one, the run is named after the file's stem. ``name`` names
-    the run whatever the file says. The same chunk twice in one query is an error.
+    the run whatever the file says. The same chunk twice in one query is an error. Not a
+    path: ``irds:<id>`` (its scored documents) and anything :func:`as_run` takes.
     """
+    if not is_path(path):
+        run = as_run(path, columns=columns)
+        return run.assign(system=name) if name is not None else run
     p = _check_exists(path)
     kind = _trec_if_it_looks_so(p, detect_format(p, fmt), fmt)
     if kind == "trec":
@@ -219,7 +259,7 @@ def read_run(path: PathLike, fmt: str | None = None, *, name: str | None = None,
                             "score": scores.astype("float64"), "system": tag})
     else:
         df, loc = read_table(p, kind)
-        df = rename_aliases(df, "run", columns, path=p)
+        df = conform(df, "run", ("query_id", "chunk_id"), p, "runs", columns)
         if name is not None:
             df = df.assign(system=name)
         return _run_of_table(df, p, loc, run_stem(p))
@@ -288,32 +328,55 @@ RunSpec = PathLike | tuple[str | None, PathLike]
 """A run argument: a path, ``"NAME=PATH"`` or ``(NAME, PATH)``."""
 
 
-def parse_run_arg(spec: RunSpec) -> tuple[str | None, PathLike]:
-    """``"bm25=runs/a.run"`` → ``("bm25", "runs/a.run")``; a plain path → ``(None, path)``.
+def parse_named(spec: RunSpec, what: str = "run", *, base: PathLike | None = None
+                ) -> tuple[str | None, PathLike]:
+    """``"bm25=runs/a.run"`` → ``("bm25", "runs/a.run")``; a plain path → ``(None, path)``:
+    the one parser of every ``[NAME=]PATH`` argument (runs, judges' label sets, config runs).
 
-    A text holding ``=`` is a path when a file of that name exists, or when what precedes
-    the ``=`` holds a path separator; an empty NAME is an error.
+    A text holding ``=`` is a path when a file of that name exists (relative to ``base`` when
+    given), or when what precedes the ``=`` holds a path separator and what follows is no
+    file; an empty NAME is an error that names ``what``. PATH may be ``irds:<id>``.
 
-    Usage: ``name, path = parse_run_arg("dense=out/dense.trec")``
+    Usage: ``name, path = parse_named("gpt=labels/gpt.jsonl", "label set")``
     """
     if isinstance(spec, tuple):
         return spec[0], spec[1]
     text = os.fspath(spec)
-    if isinstance(spec, Path) or "=" not in text or Path(text).exists():
+    if (isinstance(spec, Path) or "=" not in text
+            or (Path(base) / text if base is not None else Path(text)).exists()):
         return None, spec
     name, _, path = text.partition("=")
-    if "/" in name or os.sep in name:
+    target = Path(base) / path if base is not None else Path(path)
+    if ("/" in name or "\\" in name or os.sep in name) and not (
+            path.startswith("irds:") or target.exists()):
         return None, spec
     if not name.strip() or not path:
-        raise InputError(f"cannot read the run {text!r}: write NAME=PATH, e.g. bm25=runs/bm25.run")
+        raise InputError(f"cannot read the {what} {text!r}: write NAME=PATH, e.g. "
+                         f"{'bm25=runs/bm25.run' if what == 'run' else 'gpt=labels.jsonl'}")
     return name.strip(), path
+
+
+def parse_run_arg(spec: RunSpec) -> tuple[str | None, PathLike]:
+    """``"bm25=runs/a.run"`` → ``("bm25", "runs/a.run")``; a plain path → ``(None, path)``
+    (:func:`parse_named` for a run).
+
+    Usage: ``name, path = parse_run_arg("dense=out/dense.trec")``
+    """
+    return parse_named(spec, "run")
 
 
 def read_runs(paths: Sequence[RunSpec], fmt: str | None = None
               ) -> pd.DataFrame:
     """Several run files as one DataFrame; each is a path, ``"NAME=PATH"`` or
-    ``(NAME, PATH)`` (the name wins over the file's tag). Two runs with the same name are an
-    error that suggests NAME=PATH."""
+    ``(NAME, PATH)`` (the name wins over the file's tag), PATH may be ``irds:<id>``. Two runs
+    with the same name are an error that suggests NAME=PATH. Anything else
+    :func:`labeler.io.as_runs` takes (``{name: run}``, ranx Runs ...) goes there."""
+    if not isinstance(paths, (list, tuple)) or not all(
+            is_path(p) or is_irds(p) or (isinstance(p, tuple) and not hasattr(p, "_fields"))
+            for p in paths):
+        from labeler.io.edges import as_runs
+
+        return as_runs(paths)
     frames = []
     seen: dict[str, PathLike] = {}
     for spec in paths:
@@ -328,10 +391,15 @@ def read_runs(paths: Sequence[RunSpec], fmt: str | None = None
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
-def read_labels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = None,
+def read_labels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
                 *, any_grade: bool = False) -> pd.DataFrame:
     """Label records. A plain qrels file is accepted: every row becomes ``ok``.
-    ``any_grade``: any integer is a grade (label sets used for scoring), not only 0-3."""
+    ``any_grade``: any integer is a grade (label sets used for scoring), not only 0-3.
+    Not a path: anything :func:`labeler.io.as_labels` takes."""
+    if not is_path(path):
+        from labeler.io.edges import as_labels
+
+        return as_labels(path, grade_map, fmt=fmt, any_grade=any_grade)
     p = _check_exists(path)
     kind = detect_format(p, fmt)
     if kind == "trec":
@@ -340,9 +408,7 @@ def read_labels(path: PathLike, fmt: str | None = None, grade_map: GradeMap = No
         q[STATUS] = STATUS_OK
         return q
     df, loc = read_table(p, kind)
-    df = rename_aliases(df, "labels", path=p)
-    _require_columns(df, ("query_id", "chunk_id", "grade"), p, "label records")
-    df = df.copy()
+    df = conform(df, "labels", ("query_id", "chunk_id", "grade"), p, "label records").copy()
     df["query_id"] = _as_id(df["query_id"], "query_id", p, loc)
     df["chunk_id"] = _as_id(df["chunk_id"], "chunk_id", p, loc)
     if "status" not in df.columns:
@@ -372,37 +438,44 @@ def _rows(i: int) -> dict[str, int]:
 def as_qrels(obj: Any, grade_map: GradeMap = None, *, any_grade: bool = False,
              columns: Mapping[str, str] | None = None, fmt: str | None = None
              ) -> pd.DataFrame:
-    """A qrels DataFrame from a path, a DataFrame or ``{qid: {docid: grade}}``.
+    """A qrels DataFrame from a path, ``irds:<id>`` or an ir_datasets dataset, a DataFrame
+    (ir_measures, PyTerrier ... column names), records (ir_measures ``Qrel``, ir_datasets'
+    qrels), ``{qid: {docid: grade}}`` (pytrec_eval) or a ranx ``Qrels``.
 
     ``columns`` maps a DataFrame's own column names to ours, as ranx's ``from_df``:
     ``as_qrels(df, columns={"q": "query_id", "doc": "chunk_id", "rel": "grade"})``.
     ``fmt`` forces a file's format (``"trec"``, ``"csv"`` ...).
     """
-    if isinstance(obj, (str, os.PathLike)):
+    if is_path(obj):
         return read_qrels(obj, fmt, grade_map=grade_map, any_grade=any_grade, columns=columns)
-    if isinstance(obj, Mapping):
-        rows = [(str(q), str(d), g) for q, docs in obj.items() for d, g in docs.items()]
-        obj = pd.DataFrame(rows, columns=["query_id", "chunk_id", "grade"])
-    if isinstance(obj, pd.DataFrame):
-        obj = rename_aliases(obj, "qrels", columns)
-        return _qrels_of_table(obj.reset_index(drop=True), "<DataFrame>", _rows, grade_map,
-                               any_grade)
-    raise TypeError(f"qrels must be a path, a DataFrame or a dict, not {type(obj).__name__}")
+    if is_irds(obj):
+        from labeler.io import irds
+
+        ds = irds.dataset(obj)
+        df, name = irds.qrels(ds), irds.name_of(ds)
+    else:
+        df, name = table_of(obj, "qrels")
+    df = conform(df, "qrels", QRELS_COLUMNS, name, "qrels", columns)
+    return _qrels_of_table(df, name, _rows, grade_map, any_grade)
 
 
 def as_run(obj: Any, system: str = "run", *, columns: Mapping[str, str] | None = None
            ) -> pd.DataFrame:
-    """A run DataFrame from a path, a list of paths (or ``NAME=PATH``), a DataFrame or
-    ``{qid: {docid: score}}``. ``columns`` maps a DataFrame's own column names to ours."""
-    if isinstance(obj, (str, os.PathLike)):
+    """A run DataFrame from a path, ``NAME=PATH``, a list of those, ``irds:<id>`` or a
+    dataset (its scored documents), a DataFrame (ir_measures, PyTerrier ... column names),
+    records (ir_measures ``ScoredDoc``), ``{qid: {docid: score}}`` (pytrec_eval) or a ranx
+    ``Run`` (named by its name). ``columns`` maps a DataFrame's own column names to ours."""
+    if is_path(obj):
         name, path = parse_run_arg(obj)
         return read_run(path, name=name, columns=columns)
-    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (str, os.PathLike, tuple)):
+    if is_irds(obj):
+        from labeler.io import irds
+
+        ds = irds.dataset(obj)
+        return _run_of_table(irds.run(ds), irds.name_of(ds), _rows, system)
+    if (isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (str, os.PathLike, tuple))
+            and not hasattr(obj[0], "_fields")):
         return read_runs(list(obj))
-    if isinstance(obj, Mapping):
-        rows = [(str(q), str(d), float(s)) for q, docs in obj.items() for d, s in docs.items()]
-        obj = pd.DataFrame(rows, columns=["query_id", "chunk_id", "score"])
-    if isinstance(obj, pd.DataFrame):
-        obj = rename_aliases(obj, "run", columns)
-        return _run_of_table(obj.reset_index(drop=True), "<DataFrame>", _rows, system)
-    raise TypeError(f"a run must be a path, a DataFrame or a dict, not {type(obj).__name__}")
+    df, name = table_of(obj, "run")
+    df = conform(df, "run", ("query_id", "chunk_id"), name, "runs", columns)
+    return _run_of_table(df, name, _rows, system)

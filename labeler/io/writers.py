@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from labeler.errors import InputError
+from labeler.fmt import clean_text
 from labeler.schema import LABEL_COLUMNS
 from labeler.io._base import PathLike, detect_format
 
@@ -56,7 +57,7 @@ def _umask() -> int:
 def write_text(text: str, path: PathLike) -> Path:
     """Write text atomically."""
     with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(clean_text(text), encoding="utf-8")
     return Path(path)
 
 
@@ -127,11 +128,12 @@ def neutralise_formulas(df: pd.DataFrame) -> pd.DataFrame:
 
 def _check_trec_ids(df: pd.DataFrame, columns: tuple[str, ...], path: PathLike) -> None:
     for col in columns:
-        bad = df[col].astype(str).str.contains(r"\s", regex=True)
+        bad = df[col].astype(str).str.contains(r"[\s\x00-\x1f\x7f]", regex=True)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise InputError(f"{col} {df[col].iloc[i]!r} holds whitespace and cannot be written "
-                             "to a TREC file (its fields are separated by blanks); write .jsonl "
+            raise InputError(f"{col} {df[col].iloc[i]!r} holds whitespace or a control character "
+                             "and cannot be written to a TREC file (its fields are separated by "
+                             "blanks); write .jsonl "
                              "or .csv instead", path=path, row=i + 1)
 
 

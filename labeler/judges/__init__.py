@@ -67,7 +67,12 @@ def make_judge(config: JudgeConfig, *, api_key: str | None = None,
     options = config.judge_options()
     options["prompt"] = build_prompt(config.prompt, examples=config.examples,
                                      shots=config.shots, topics=topics)
-    return OpenAIJudge(config.model, api_key=key, **options)
+    # a key given directly is the caller's; one read from the environment names its variable
+    key_env = config.api_key_env if api_key is None or api_key == os.environ.get(
+        config.api_key_env) else None
+    # writing a batch file for another machine calls no endpoint: no key needed
+    return OpenAIJudge(config.model, api_key=key, key_env=key_env,
+                       needs_key=not config.batch_file_out, **options)
 
 
 __all__ = ["LEXICAL_MODEL", "LEXICAL_NAMES", "Judge", "LexicalJudgeAdapter", "RetryableError",

@@ -32,20 +32,27 @@ class Verdict:
     output_tokens: int = 0
     expected_grade: float | None = None
     raw: str = ""
+    usage_known: bool = True
+    """False when the answer's ``usage`` could not be read: its tokens are unknown (the
+    counts above are then 0 and the record shows null)."""
 
     def to_cache(self) -> dict[str, Any]:
-        """The cached form: plain values only (never headers, never a key)."""
+        """The cached form: plain values only (never headers, never a key); unknown tokens
+        are null."""
+        known = self.usage_known
         return {"grade": self.grade, "rationale": self.rationale,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "input_tokens": self.input_tokens if known else None,
+                "output_tokens": self.output_tokens if known else None,
                 "expected_grade": self.expected_grade}
 
     @classmethod
     def from_cache(cls, value: dict[str, Any]) -> Verdict:
         """Rebuild a verdict stored by :meth:`to_cache`."""
+        tin, tout = value.get("input_tokens", 0), value.get("output_tokens", 0)
         return cls(grade=int(value["grade"]), rationale=str(value.get("rationale", "")),
-                   input_tokens=int(value.get("input_tokens", 0)),
-                   output_tokens=int(value.get("output_tokens", 0)),
-                   expected_grade=value.get("expected_grade"))
+                   input_tokens=int(tin or 0), output_tokens=int(tout or 0),
+                   expected_grade=value.get("expected_grade"),
+                   usage_known=tin is not None and tout is not None)
 
 
 class RetryableError(JudgeError):

@@ -2,8 +2,9 @@
 
 Retry (429, 5xx, timeouts, connection errors: :class:`~labeler.judges.base.RetryableError`,
 :class:`NoAnswer` when nothing came back at all), fail this pair only (a content-filter or
-context-length 400; a ``Retry-After`` longer than ``max_wait``), or stop the job (a rejected
-key, an unknown model: :class:`~labeler.errors.EndpointError`). Every message is key-free.
+context-length 400, a 413 "request entity too large"; a ``Retry-After`` longer than
+``max_wait``), or stop the job (a rejected key, an unknown model:
+:class:`~labeler.errors.EndpointError`). Every message is key-free.
 
 Usage::
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import openai
 
 from labeler.errors import EndpointError, JudgeError
+from labeler.fmt import clean_text
 from labeler.redact import redact
 from labeler.judges.base import RetryableError
 from labeler.judges.structured import retry_after_seconds
@@ -31,13 +33,14 @@ class NoAnswer(RetryableError):
 
 
 def pair_specific(exc: openai.APIStatusError) -> bool:
-    """Whether a 400/413/422 refuses this pair's text rather than the request's settings."""
-    return exc.status_code in (400, 413, 422) and any(s in str(exc).lower()
-                                                      for s in PAIR_SPECIFIC)
+    """Whether a 400/413/422 refuses this pair's text rather than the request's settings (a
+    413 always does: it is about this request's size, whatever page a proxy sends)."""
+    return exc.status_code == 413 or (exc.status_code in (400, 422) and any(
+        s in str(exc).lower() for s in PAIR_SPECIFIC))
 
 
 def convert_error(exc: BaseException, *, where: str, model: str, timeout: float,
-                  max_wait: float, key: str | None) -> Exception:
+                  max_wait: float, key: str | None, key_env: str | None = None) -> Exception:
     """``exc`` (from the openai client) as a retry, a failed pair or a stopped job."""
     if isinstance(exc, openai.APITimeoutError):
         return NoAnswer(f"timed out after {timeout:g}s")
@@ -57,20 +60,23 @@ def convert_error(exc: BaseException, *, where: str, model: str, timeout: float,
         if pair_specific(exc):
             return JudgeError(f"the endpoint refused this pair (HTTP {status}): "
                               f"{message_of(exc, key)}")
-        return fatal_error(exc, where=where, model=model, key=key)
+        return fatal_error(exc, where=where, model=model, key=key, key_env=key_env)
     if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
         return RetryableError(f"malformed response from the endpoint ({redact(str(exc), key)})")
     return JudgeError(redact(f"{type(exc).__name__}: {exc}", key), retryable=True)
 
 
 def fatal_error(exc: openai.APIStatusError, *, where: str, model: str,
-                key: str | None) -> EndpointError:
-    """The error that stops the job for a 401, 403, 404 or another refused request."""
+                key: str | None, key_env: str | None = None) -> EndpointError:
+    """The error that stops the job for a 401, 403, 404 or another refused request.
+    ``key_env`` names the variable the key came from (blamed for a 401)."""
     status, msg = exc.status_code, message_of(exc, key)
     if status == 401:
+        fix = (f"set {key_env} (the variable the key was read from) to a valid key"
+               if key_env and key_env not in ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY")
+               else "set OPENAI_API_KEY (AZURE_OPENAI_API_KEY for Azure) to a valid key")
         return EndpointError(f"the endpoint {where} rejected the API key (HTTP 401: {msg}); "
-                             "set OPENAI_API_KEY (AZURE_OPENAI_API_KEY for Azure) to a valid "
-                             "key")
+                             + fix)
     if status == 403:
         return EndpointError(f"access denied by {where} (HTTP 403: {msg}); check that the key "
                              f"may use model {model!r}")
@@ -92,10 +98,10 @@ def message_of(exc: openai.APIStatusError, key: str | None) -> str:
         elif isinstance(inner, str):
             text = inner
     text = text or str(getattr(exc, "message", "")) or type(exc).__name__
-    return redact(text, key)[:300]
+    return clean_text(redact(text, key))[:300]
 
 
 def cause_of(exc: BaseException, key: str | None) -> str:
     """What lies under a connection error, key-free and short."""
     cause = exc.__cause__ or exc.__context__
-    return redact(f"{type(cause).__name__}: {cause}" if cause else str(exc), key)[:200]
+    return clean_text(redact(f"{type(cause).__name__}: {cause}" if cause else str(exc), key))[:200]

@@ -30,6 +30,7 @@ import openai
 from labeler.labelling.cache import cache_key
 from labeler.errors import ConfigError, EndpointError, JudgeError
 from labeler.judges.prompts import Prompt, load_prompt
+from labeler.fmt import clean_text
 from labeler.redact import redact
 from labeler.judges.base import RetryableError, Verdict
 from labeler.judges.http_errors import NoAnswer, cause_of, convert_error, fatal_error, pair_specific
@@ -83,7 +84,8 @@ class OpenAIJudge:
                  timeout: float = 60.0, seed: int | None = None, azure: bool | None = None,
                  api_version: str | None = None, structured: Mode | Literal["auto"] = "auto",
                  api_key: str | None = None, max_wait: float = DEFAULT_MAX_WAIT,
-                 server: str = "auto") -> None:
+                 server: str = "auto", key_env: str | None = None,
+                 needs_key: bool = True) -> None:
         if samples < 1:
             raise ConfigError(f"`samples` must be at least 1, got {samples}", setting="samples")
         if max_tokens < 1:
@@ -124,12 +126,15 @@ class OpenAIJudge:
                        or os.environ.get("OPENAI_API_KEY"))
             if not api_key:
                 raise ConfigError("Azure OpenAI needs a key: set AZURE_OPENAI_API_KEY")
-        elif not base_url and not api_key:
-            raise ConfigError(f"no API key: set OPENAI_API_KEY to use {model!r} on api.openai.com, "
+        elif not base_url and not api_key and needs_key:
+            raise ConfigError(f"no API key: set {key_env or 'OPENAI_API_KEY'} to use {model!r} "
+                              "on api.openai.com, "
                               "or set `base_url` for a local server, or `model` lexical for "
                               "the offline baseline")
         self.base_url = base_url
         self._api_key = api_key
+        self.key_env = key_env
+        """The variable the key was read from (named when the endpoint rejects it)."""
         self.server = server if server != "auto" else server_kind(None, base_url)
         self._server_known = server != "auto"
         self.calls = 0
@@ -150,8 +155,9 @@ class OpenAIJudge:
 
     @property
     def where(self) -> str:
-        """The endpoint, for messages and the cache key: the base URL or api.openai.com."""
-        return (self.base_url or "https://api.openai.com/v1").rstrip("/")
+        """The endpoint, for messages, records and the cache key: the base URL (its user and
+        password masked: they do not change the answer) or api.openai.com."""
+        return redact(self.base_url or "https://api.openai.com/v1").rstrip("/")
 
     @property
     def _response_format(self) -> dict[str, Any]:
@@ -202,9 +208,9 @@ class OpenAIJudge:
             eg = checked_expected_grade(done.logprobs) if self.logprobs and done.logprobs else None
         except JudgeError as exc:
             raise billed(exc, *tokens) from None
-        return Verdict(grade=int(judgement.grade), rationale=judgement.rationale,
+        return Verdict(grade=int(judgement.grade), rationale=clean_text(judgement.rationale),
                        input_tokens=tokens[0], output_tokens=tokens[1], expected_grade=eg,
-                       raw=done.text)
+                       raw=done.text, usage_known=done.usage_known)
 
     async def judge(self, query: str, chunk: str, sample: int = 0) -> Verdict:
         if self._stopped is not None:  # the endpoint already refused the job: ask no more
@@ -242,7 +248,8 @@ class OpenAIJudge:
         return Verdict(grade=verdict.grade, rationale=verdict.rationale,
                        input_tokens=verdict.input_tokens + in1,
                        output_tokens=verdict.output_tokens + out1,
-                       expected_grade=verdict.expected_grade, raw=verdict.raw)
+                       expected_grade=verdict.expected_grade, raw=verdict.raw,
+                       usage_known=verdict.usage_known)
 
     async def preflight(self) -> None:
         """One cheap call with a short timeout: unreachable endpoint or bad key → EndpointError.
@@ -431,10 +438,11 @@ class OpenAIJudge:
     def _convert(self, exc: BaseException) -> Exception:
         """An openai exception as what the stage acts on: retry, fail the pair, stop the job."""
         return convert_error(exc, where=self.where, model=self.model, timeout=self.timeout,
-                             max_wait=self.max_wait, key=self._api_key)
+                             max_wait=self.max_wait, key=self._api_key, key_env=self.key_env)
 
     def _fatal(self, exc: openai.APIStatusError) -> EndpointError:
-        return fatal_error(exc, where=self.where, model=self.model, key=self._api_key)
+        return fatal_error(exc, where=self.where, model=self.model, key=self._api_key,
+                           key_env=self.key_env)
 
 
 async def _deadline(call: Any, seconds: float) -> Any:

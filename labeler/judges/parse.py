@@ -235,6 +235,8 @@ class Completion:
     input_tokens: int
     output_tokens: int
     logprobs: list[Any] | None
+    usage_known: bool = True
+    """False when ``usage`` is missing or unreadable: the tokens above are then 0, unknown."""
 
 
 def billed(exc: JudgeError, input_tokens: int, output_tokens: int) -> JudgeError:
@@ -249,24 +251,40 @@ def tokens_of(exc: BaseException) -> tuple[int, int]:
     return int(getattr(exc, "input_tokens", 0)), int(getattr(exc, "output_tokens", 0))
 
 
-def _count(value: Any) -> int:
-    """A token count: a non-negative whole number, else 0 (odd ``usage`` is never trusted)."""
+MAX_TOKENS = 10**9
+"""More tokens than this in one answer's ``usage`` is not a count: it is unreadable."""
+
+
+def token_count(value: Any) -> int | None:
+    """A token count: a whole number in [0, :data:`MAX_TOKENS`], else None (odd ``usage``
+    — text, negative, 1e308, 10**30 — is never trusted)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0
-    return int(value) if math.isfinite(value) and value > 0 else 0
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if 0 <= value <= MAX_TOKENS else None
+
+
+def read_usage(body: Any) -> tuple[int, int, bool]:
+    """(prompt_tokens, completion_tokens, readable) of a body's ``usage``: unreadable or
+    missing counts are 0 and ``readable`` is False (the tokens are unknown)."""
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        return 0, 0, False
+    tin = token_count(usage.get("prompt_tokens"))
+    tout = token_count(usage.get("completion_tokens"))
+    return tin or 0, tout or 0, tin is not None and tout is not None
 
 
 def usage_tokens(body: Any) -> tuple[int, int]:
-    """(prompt_tokens, completion_tokens) of a body's ``usage``; odd values count as 0."""
-    usage = body.get("usage") if isinstance(body, dict) else None
-    if not isinstance(usage, dict):
-        return 0, 0
-    return _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    """(prompt_tokens, completion_tokens) of a body's ``usage``; unreadable values count 0."""
+    return read_usage(body)[:2]
 
 
 def read_completion(body: Any) -> Completion:
     """The first choice of a chat.completion body; ``RetryableError`` if it is malformed."""
-    tokens = usage_tokens(body)
+    *counts, known = read_usage(body)
+    tokens = (counts[0], counts[1])
 
     def bad(why: str) -> JudgeError:
         return billed(RetryableError(f"malformed response from the endpoint ({why})"), *tokens)
@@ -291,7 +309,8 @@ def read_completion(body: Any) -> Completion:
     entries = logprobs.get("content") if isinstance(logprobs, dict) else None
     return Completion(text=content or "", finish_reason=finish if isinstance(finish, str) else None,
                       input_tokens=tokens[0], output_tokens=tokens[1],
-                      logprobs=entries if isinstance(entries, list) else None)
+                      logprobs=entries if isinstance(entries, list) else None,
+                      usage_known=known)
 
 
 def checked_expected_grade(entries: list[Any]) -> float | None:

@@ -36,6 +36,7 @@ from labeler.labelling.cache import LabelCache
 from labeler.errors import ConfigError, EndpointError, InputError, JudgeError
 from labeler.judges.openai_judge import JsonObject
 from labeler.labelling.job import Job as _Job
+from labeler.labelling.flags import with_flags
 from labeler.labelling.result import LabelResult, _check_pairs, _with_extras, summarize
 from labeler.labelling.limits import RetryPolicy
 from labeler.redact import redact
@@ -67,6 +68,9 @@ def _read_results(engine: _Engine, path: Path) -> None:
             outcome = read_output_line(engine.judge, obj)
             if outcome.custom_id is None:
                 raise InputError("a batch output line without custom_id", path=path, line=n)
+            if outcome.custom_id in engine.decided:  # the same custom id again
+                engine.apply(outcome, 1, {})  # the first answer stands (a warning if not alike)
+                continue
             if outcome.custom_id not in engine.slots:
                 if outcome.verdict is not None:
                     engine.answers.append((outcome.custom_id, outcome.verdict))
@@ -75,6 +79,8 @@ def _read_results(engine: _Engine, path: Path) -> None:
             if outcome.format_refused:
                 outcome.reason += " (write the file again with --structured json_object)"
             engine.apply(outcome, 1, {})
+            if outcome.custom_id in engine.slots:
+                engine.decided[outcome.custom_id] = None
             for slot in engine.slots.pop(outcome.custom_id, []):  # no follow-up offline
                 engine.job.errors[slot] = redact(outcome.reason, engine.secret)
                 engine.job.attempts[slot] = 1
@@ -129,7 +135,7 @@ async def abatch_label(pairs: pd.DataFrame, judge: Any, *, cache: LabelCache | N
                             "collect them") from None
     finally:
         await judge.aclose()
-    records = job.records()
+    records = with_flags(job.records(), job.df)
     cost = batch_cost_usd(judge.model, job.input_tokens, job.output_tokens, prices,
                           opts.batch_prices)
     summary = summarize(records, judge, job, cost, start, calls_before)

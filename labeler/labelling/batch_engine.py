@@ -61,6 +61,8 @@ class _Engine:
         self.auto_format = not getattr(self.judge, "_mode_known", True)
         self._store: BatchStore | None = None
         self.answers: list[tuple[str, Verdict]] = []  # to cache, in one transaction
+        self.decided: dict[str, int | None] = {}  # custom id -> its grade (None: failed)
+        self._warned_duplicate = False
         where = str(getattr(self.judge, "base_url", "") or "")
         azure = bool(getattr(self.judge, "azure", False)) or ".azure.com" in where \
             or "/openai/" in where  # Azure's batches name the endpoint without /v1
@@ -321,16 +323,22 @@ class _Engine:
         job, key = self.job, str(outcome.custom_id)
         verdict = outcome.verdict
         if verdict is not None:
-            self.answers.append((key, verdict))
             slots = self.slots.pop(key, [])
+            if not slots:  # a custom id seen again: the first answer stands
+                self._duplicate(key, verdict.grade)
+                return
+            self.answers.append((key, verdict))
+            self.decided[key] = verdict.grade
             for slot in slots:
                 job.verdicts[slot], job.attempts[slot] = verdict, attempt
                 job.errors.pop(slot, None)
             if slots:
                 job.input_tokens += verdict.input_tokens
                 job.output_tokens += verdict.output_tokens
+                job.no_usage += not verdict.usage_known
             return
         if key not in self.slots:
+            self._duplicate(key, None)
             return
         job.input_tokens += outcome.input_tokens  # billed, even when unreadable
         job.output_tokens += outcome.output_tokens
@@ -342,9 +350,22 @@ class _Engine:
             retry[key] = attempt + 1
         else:  # out of attempts, or refused as asked (a 4xx): asking again changes nothing
             tries = f" (gave up after {attempt} attempts)" if attempt > 1 else ""
+            self.decided[key] = None
             for slot in self.slots.pop(key):
                 job.errors[slot] = redact(outcome.reason, self.secret) + tries
                 job.attempts[slot] = attempt
+
+    def _duplicate(self, key: str, grade: int | None) -> None:
+        """A result line for a custom id already decided: warn once if it disagrees."""
+        if key not in self.decided or self.decided[key] == grade or self._warned_duplicate:
+            return
+        self._warned_duplicate = True
+        first = self.decided[key]
+        self.job.notes.append(
+            f"warning: the batch results hold the custom id {key} more than once, with "
+            f"different answers (grade {first if first is not None else 'failed'} first, "
+            f"then {grade if grade is not None else 'failed'}); the first answer of each "
+            "id is kept")
 
     def flush(self) -> None:
         """Write the answers collected so far to the cache (one transaction)."""

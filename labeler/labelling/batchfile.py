@@ -273,10 +273,10 @@ def read_output_line(judge: Any, line: Any) -> LineOutcome:
 
 
 def _int(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+    """A billed token count; unreadable (text, negative, 1e308) counts 0."""
+    from labeler.judges.parse import token_count
+
+    return token_count(value) or 0
 
 
 def _error_text(error: Any) -> str:
@@ -335,17 +335,7 @@ def batch_cost_usd(model: str, input_tokens: int, output_tokens: int,
 
 def load_batch_prices(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
     """The optional ``batch_input`` / ``batch_output`` entries of a ``--prices`` JSON file."""
-    p = Path(path)
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read the price table ({exc})", path=p) from None
-    out: dict[str, tuple[float, float]] = {}
-    if isinstance(raw, Mapping):
-        for model, spec in raw.items():
-            if isinstance(spec, Mapping) and "batch_input" in spec and "batch_output" in spec:
-                try:
-                    out[str(model)] = (float(spec["batch_input"]), float(spec["batch_output"]))
-                except (TypeError, ValueError):
-                    raise ConfigError(f"bad batch price for {model!r}", path=p) from None
-    return out
+    from labeler.labelling.limits import read_price_table
+
+    return {m: (p.batch_input, p.batch_output) for m, p in read_price_table(path).items()
+            if p.batch_input is not None and p.batch_output is not None}

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import signal
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
 
 from labeler.labelling.cache import CacheError, LabelCache
-from labeler.errors import EndpointError, JudgeError
+from labeler.fmt import clean_text
+from labeler.errors import EndpointError, Interrupted, JudgeError
 from labeler.judges import Judge, Verdict
 from labeler.judges.parse import tokens_of
 from labeler.labelling.limits import RateLimiter, RetryPolicy
@@ -35,8 +38,10 @@ class Job:
 
     The job stops early — every pair still gets a record — when the endpoint refuses the key
     or the model (exit 2), or when :data:`DEAD_AFTER` requests in a row (at least twice the
-    concurrency) get no answer at all (exit 3). A cache that cannot be written (full disk,
-    read-only) is warned about once and left alone; the job goes on.
+    concurrency) get no answer at all (exit 3), or on SIGINT / SIGTERM in the main thread
+    (exit 130 / 143; the pairs not judged are recorded ``failed``, interrupted). A cache that
+    cannot be read is warned about once and dropped; one that cannot be written (full disk)
+    is warned about once and only read from then on; the job goes on.
     """
 
     def __init__(self, df: pd.DataFrame, judge: Judge, cache: LabelCache | None,
@@ -55,6 +60,8 @@ class Job:
         self.tokens_in = [0] * n  # billed in this job, failed attempts included
         self.tokens_out = [0] * n
         self.keys: dict[int, str] = {}
+        self._cache_seen = cache  # kept for its warnings after a fault drops it
+        self._writes = True
         self._looked_up: int | None = None  # the cache's version at the bulk lookup
         self._stored: set[str] = set()  # keys this job stored (a pair may repeat another)
         self.input_tokens = self.output_tokens = 0
@@ -66,25 +73,35 @@ class Job:
         self.notes: list[str] = []
         self.silent_in_a_row = 0
         self.answered = 0  # votes the endpoint judged in this job
+        self.no_usage = 0  # of those, answers whose `usage` could not be read
         self.dead_after = DEAD_AFTER
         self._stop_event: asyncio.Event | None = None
+        self.interrupted = 0  # the signal that stopped the job (SIGINT 2, SIGTERM 15), or 0
 
     async def run(self, concurrency: int) -> None:
         workers: list[asyncio.Future[None]] = []
         self._stop_event = asyncio.Event()
         self.dead_after = max(DEAD_AFTER, 2 * concurrency)
         waiter: asyncio.Future[Any] | None = None
+        everything: asyncio.Future[Any] | None = None
         todo = self._todo()
+        restore = self._catch_signals()
         try:
             first = next(todo, None)
             if first is None:
                 return  # everything cached: not even the preflight
-            await self.judge.preflight()
+            waiter = asyncio.ensure_future(self._stop_event.wait())
+            preflight = asyncio.ensure_future(self.judge.preflight())
+            await asyncio.wait([preflight, waiter], return_when=asyncio.FIRST_COMPLETED)
+            if not preflight.done():  # interrupted while checking the endpoint
+                preflight.cancel()
+                await asyncio.gather(preflight, return_exceptions=True)
+                return
+            preflight.result()
             slots = itertools.chain([first], todo)
             workers = [asyncio.ensure_future(self._worker(slots))
                        for _ in range(min(concurrency, len(self.verdicts) - first))]
             everything = asyncio.gather(*workers)
-            waiter = asyncio.ensure_future(self._stop_event.wait())
             await asyncio.wait([everything, waiter], return_when=asyncio.FIRST_COMPLETED)
             if everything.done():
                 everything.result()  # an unexpected error in a worker is raised here
@@ -94,9 +111,43 @@ class Job:
             for task in [*workers, *([waiter] if waiter else [])]:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            if everything is not None:  # its cancellation is read here, never reported
+                await asyncio.gather(everything, return_exceptions=True)
             for _ in todo:  # a job stopped early still fills every cached vote
                 pass
             self.bar.close()
+            self.cache_notes()
+            restore()
+
+    def _catch_signals(self) -> Callable[[], None]:
+        """On SIGINT or SIGTERM (main thread only): stop asking, keep what was judged, and
+        record the rest ``failed`` as interrupted (exit 130 / 143). A second signal stops at
+        once. Returns the function that puts the previous handlers back."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        loop = asyncio.get_running_loop()
+        old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def handler(signum: int, frame: Any) -> None:
+            if self.interrupted:
+                raise Interrupted(signum)
+            self.interrupted = signum
+            loop.call_soon_threadsafe(self.interrupt, signum)
+
+        for sig in old:
+            signal.signal(sig, handler)
+
+        def restore() -> None:
+            for sig, previous in old.items():
+                signal.signal(sig, previous)
+        return restore
+
+    def interrupt(self, signum: int) -> None:
+        """Stop the job as SIGINT/SIGTERM asks: every pair not judged yet is recorded
+        ``failed`` with the reason ``interrupted``."""
+        self.interrupted = signum
+        name = signal.Signals(signum).name
+        self._stop(EndpointError(f"interrupted by {name}"), 128 + signum)
 
     def _stop(self, exc: EndpointError, exit_code: int) -> None:
         if self.stopped is None:
@@ -161,12 +212,15 @@ class Job:
             return None
 
     def _remember(self, slot: int, verdict: Verdict) -> None:
-        if self.cache is None:
+        if self.cache is None or not self._writes:
             return
         try:
             self.cache.set(self.keys[slot], verdict)
-        except CacheError as exc:
-            self._drop_cache(exc)
+        except CacheError as exc:  # a full disk: its answers are still read
+            self._writes = False
+            self.notes.append(f"warning: cannot use the cache in {self.cache.directory} "
+                              f"for writing ({exc}); going on without storing — this job's "
+                              "new labels are in the output but not cached")
         else:
             self._stored.add(self.keys[slot])
 
@@ -178,6 +232,13 @@ class Job:
                 "without it — this job's labels are in the output but not cached")
         self.cache = None
         self.notes.append(note)  # shown once, in the summary (and run.log's "labels:" line)
+
+    def cache_notes(self) -> None:
+        """Add the cache's own warnings (old or invalid entries skipped, read-only) to
+        :attr:`notes`, each once."""
+        for note in getattr(self._cache_seen, "warnings", ()):
+            if note not in self.notes:
+                self.notes.append(note)
 
     async def _worker(self, slots: Any) -> None:
         for slot in slots:
@@ -217,7 +278,8 @@ class Job:
             verdict = await self._ask(slot, query, chunk, s, estimate)
         except EndpointError as exc:
             self._stop(exc, 2)
-            self.errors[slot] = f"not judged: {exc.message}"
+            if not self.interrupted:  # an interrupted pair gets the interrupted reason
+                self.errors[slot] = f"not judged: {exc.message}"
             self.bar.advance(failed=True)
         except JudgeError as exc:
             self.errors[slot] = _reason(exc, self.attempts[slot])
@@ -225,6 +287,7 @@ class Job:
         else:
             self.verdicts[slot] = verdict
             self.answered += 1
+            self.no_usage += not verdict.usage_known
             self._bill(slot, verdict.input_tokens, verdict.output_tokens)
             if self.tpm:
                 self.tpm.adjust(verdict.input_tokens + verdict.output_tokens - estimate)
@@ -293,20 +356,23 @@ class Job:
             cols["attempts"].append(sum(self.attempts[lo:hi]))
             cols["cached"].append(not failed and all(self.cached[lo:hi]))
             tin = tout = 0
+            unknown = False
             for slot in range(lo, hi):
                 # every billed attempt of this job; a cached vote (or one filled by a batch
                 # job, which bills its votes itself): what its verdict cost
                 v = self.verdicts[slot]
                 vin, vout = (v.input_tokens, v.output_tokens) if v is not None else (0, 0)
+                unknown = unknown or (v is not None and not v.usage_known)
                 if self.cached[slot]:
                     tin, tout = tin + vin, tout + vout
                 else:
                     tin += max(self.tokens_in[slot], vin)
                     tout += max(self.tokens_out[slot], vout)
-            cols["input_tokens"].append(tin)
-            cols["output_tokens"].append(tout)
+            # an answer without a readable usage: the pair's tokens are unknown, never 0
+            cols["input_tokens"].append(None if unknown else tin)
+            cols["output_tokens"].append(None if unknown else tout)
             cols["latency_s"].append(round(sum(self.latency[lo:hi]), 4))
-            cols["error"].append(self._error(lo, hi) if failed else "")
+            cols["error"].append(clean_text(self._error(lo, hi)) if failed else "")
             if want_eg:
                 egs = [v.expected_grade for v in got if v.expected_grade is not None]
                 eg_col.append(sum(egs) / len(egs) if egs and not failed else None)
@@ -332,6 +398,9 @@ class Job:
             if slot in self.errors:
                 prefix = f"vote {slot - lo + 1} of {S}: " if S > 1 else ""
                 return prefix + self.errors[slot]
+        if self.interrupted:
+            return (f"interrupted ({signal.Signals(self.interrupted).name}) before this pair "
+                    "was judged; run the same command again to resume")
         if self.stopped is not None:
             return f"not judged: the job stopped early ({self.stopped.message})"
         return "not judged (the job stopped first)"
@@ -344,7 +413,7 @@ def _reason(exc: JudgeError, attempts: int) -> str:
 
 def typed_records(out: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"grade": "Int64", "attempts": "int64", "cached": "bool",
-                       "input_tokens": "int64", "output_tokens": "int64",
+                       "input_tokens": "Int64", "output_tokens": "Int64",
                        "latency_s": "float64"})
 
 

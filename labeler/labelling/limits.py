@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -132,28 +134,48 @@ class RateLimiter:
 
 # --------------------------------------------------------------------------- prices
 
-def load_prices(path: str | Path) -> dict[str, tuple[float, float]]:
-    """Read ``{"model": {"input": usd_per_1m, "output": usd_per_1m}}`` (or ``[in, out]``)."""
+class Price(BaseModel):
+    """USD per 1M tokens for one model: the same check for ``--prices`` and a config's
+    ``[prices]`` table (non-negative, finite; ``batch_*`` through the Batch API)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    batch_input: float | None = Field(default=None, ge=0,
+                                      description="through the Batch API (else input / 2)")
+    batch_output: float | None = Field(default=None, ge=0,
+                                       description="through the Batch API (else output / 2)")
+
+
+def read_price_table(path: str | os.PathLike[str]) -> dict[str, Price]:
+    """Read and check a ``--prices`` JSON file: ``{"model": {"input": x, "output": y}}``
+    (or ``[x, y]``), USD per 1M tokens; exit-2 :class:`ConfigError` naming the model."""
     p = Path(path)
     try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        raw = json.loads(p.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the price table ({exc})", path=p) from None
     if not isinstance(raw, Mapping):
         raise ConfigError('the price table must be a JSON object {"model": {"input": x, '
                           '"output": y}} in USD per 1M tokens', path=p)
-    out: dict[str, tuple[float, float]] = {}
+    out: dict[str, Price] = {}
     for model, spec in raw.items():
+        if isinstance(spec, (list, tuple)) and len(spec) == 2:
+            spec = {"input": spec[0], "output": spec[1]}
         try:
-            if isinstance(spec, Mapping):
-                out[str(model)] = (float(spec["input"]), float(spec["output"]))
-            else:
-                inp, outp = spec
-                out[str(model)] = (float(inp), float(outp))
-        except (KeyError, TypeError, ValueError):
-            raise ConfigError(f'bad price for {model!r}: use {{"input": x, "output": y}} '
-                              "in USD per 1M tokens", path=p) from None
+            out[str(model)] = Price.model_validate(spec)
+        except ValidationError as exc:
+            why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}"
+                            for e in exc.errors())
+            raise ConfigError(f'bad price for {model!r} ({why}): use {{"input": x, '
+                              '"output": y}} in USD per 1M tokens, 0 or more', path=p) from None
     return out
+
+
+def load_prices(path: str | Path) -> dict[str, tuple[float, float]]:
+    """Read ``{"model": {"input": usd_per_1m, "output": usd_per_1m}}`` (or ``[in, out]``)."""
+    return {m: (p.input, p.output) for m, p in read_price_table(path).items()}
 
 
 def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None

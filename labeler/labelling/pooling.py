@@ -26,20 +26,21 @@ from labeler.errors import ConfigError, InputError
 from labeler.io.readers import RunSpec
 
 
-def pool_pairs(queries: pd.DataFrame, corpus: pd.DataFrame, runs: pd.DataFrame, depth: int,
+def pool_pairs(queries: Any, corpus: Any, runs: Any, depth: int,
                *, run_paths: Mapping[str, str | os.PathLike[str]] | None = None,
-               skip_missing: bool = False) -> pd.DataFrame:
+               skip_missing: bool = False, corpus_fmt: str | None = None) -> pd.DataFrame:
     """Pairs ``query_id, query, chunk_id, chunk`` pooled from the top ``depth`` of each run.
 
     ``run_paths`` maps a run tag (``system``) to its file, to name it in error messages.
     A query or chunk of a pooled pair missing from ``queries``/``corpus`` is an InputError;
     with ``skip_missing`` such pairs are left out instead and counted in
     ``attrs["skipped"]`` (``{"pairs", "queries", "chunks"}``: pairs left out, distinct
-    queries and chunks that were missing).
+    queries and chunks that were missing). The corpus is asked for the pooled chunks only
+    where it can be (an ir_datasets corpus: ``docs_store().get_many``), never exported.
     """
     if depth < 1:
         raise ConfigError(f"`depth` must be at least 1, got {depth}", setting="depth")
-    queries, corpus, runs = io.as_queries(queries), io.as_corpus(corpus), io.as_runs(runs)
+    queries, runs = io.as_queries(queries), io.as_runs(runs)
     if runs.empty:
         raise InputError("there are no runs to pool from")
     run = runs[["query_id", "chunk_id", "score"]].astype({"query_id": str, "chunk_id": str})
@@ -51,7 +52,7 @@ def pool_pairs(queries: pd.DataFrame, corpus: pd.DataFrame, runs: pd.DataFrame, 
     top = ranked.loc[ranked["rank"] <= depth]
 
     texts_q = dict(zip(queries["query_id"].astype(str), queries["query"].astype(str)))
-    texts_c = dict(zip(corpus["chunk_id"].astype(str), corpus["chunk"].astype(str)))
+    texts_c = io.chunk_texts(corpus, pd.unique(top["chunk_id"]), corpus_fmt)
     skipped = {"pairs": 0, "queries": 0, "chunks": 0}
     if skip_missing:
         no_q, no_c = ~top["query_id"].isin(texts_q.keys()), ~top["chunk_id"].isin(texts_c.keys())
@@ -102,13 +103,16 @@ def pool(queries: Any, corpus: Any, runs: Any, *, depth: int = 10,
          skip_missing: bool = False) -> pd.DataFrame:
     """The pairs to judge: the union of each run's top ``depth`` per query, with texts.
 
-    ``queries``/``corpus``/``runs`` may be paths, DataFrames, records or dicts. With
+    ``queries``/``corpus``/``runs`` may be paths, ``irds:<id>`` or ir_datasets datasets
+    (documents fetched by id, never exported), DataFrames in any of the field's column
+    conventions (PyTerrier ``qid, query``; ir_datasets ``doc_id, text`` ...), records,
+    dicts, or ranx Runs. With
     ``skip_missing``, a pooled chunk or query without a text is left out (counted in
     ``attrs["skipped"]``) instead of being an error.
 
     Usage: ``pairs = labeler.pool("queries.tsv", "corpus.jsonl", ["a.run", "b.run"], depth=10)``
     """
-    return pool_pairs(io.as_queries(queries), io.as_corpus(corpus), io.as_runs(runs), depth,
+    return pool_pairs(io.as_queries(queries), corpus, io.as_runs(runs), depth,
                       skip_missing=skip_missing)
 
 
@@ -135,9 +139,9 @@ def pool_files(queries: str | os.PathLike[str], corpus: str | os.PathLike[str],
                                  f"run as NAME=PATH, e.g. other={path}", path=path)
             paths[str(tag)] = str(path)
         frames.append(frame)
-    return pool_pairs(io.read_queries(queries, queries_fmt), io.read_corpus(corpus, corpus_fmt),
+    return pool_pairs(io.read_queries(queries, queries_fmt), corpus,
                       pd.concat(frames, ignore_index=True), depth, run_paths=paths,
-                      skip_missing=skip_missing)
+                      skip_missing=skip_missing, corpus_fmt=corpus_fmt)
 
 
 def skipped_text(pairs: pd.DataFrame) -> str | None:
@@ -166,10 +170,12 @@ def with_texts(keys: pd.DataFrame, queries: Any = None, corpus: Any = None, *,
                                            (corpus, "chunk_id", "chunk", "corpus")):
         if source is None:
             continue
-        table = (io.as_queries(source, fmt=queries_fmt) if what == "queries"
-                 else io.as_corpus(source, fmt=corpus_fmt))
-        texts = dict(zip(table[id_col].astype(str), table[text_col].astype(str)))
         ids = out[id_col].astype(str)
+        if what == "queries":
+            table = io.as_queries(source, fmt=queries_fmt)
+            texts = dict(zip(table[id_col].astype(str), table[text_col].astype(str)))
+        else:
+            texts = io.chunk_texts(source, pd.unique(ids), corpus_fmt)
         missing = sorted(set(ids) - texts.keys())
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""

@@ -19,6 +19,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from labeler import fmt, io
+from labeler.io.convert import QrelsExport
 from labeler.judges.prompts import TOPIC_COLUMNS
 from labeler.labelling.job import Job
 from labeler.schema import PAIR_COLUMNS, STATUS, STATUS_OK
@@ -48,6 +49,11 @@ class LabelSummary(BaseModel):
     """The exit status the early stop calls for: 2 (key or model refused) or 3."""
     notes: list[str] = []
     """Warnings the user should see (e.g. the cache could not be written)."""
+    no_usage: int = 0
+    """Answers judged in this job whose ``usage`` was missing or unreadable: their tokens
+    are unknown (null in the records), so the tokens and cost are a lower bound."""
+    flagged: int = 0
+    """Pairs whose chunk reads like an instruction to the judge (see ``flags``)."""
 
     def render(self) -> str:
         """One line for humans: judged, cached, failed, tokens, cost, wall time (then why the
@@ -58,17 +64,27 @@ class LabelSummary(BaseModel):
                 f"{self.cached} cached, {self.failed} failed; tokens {self.input_tokens} in / "
                 f"{self.output_tokens} out; {self.calls} calls; cost {cost}; "
                 f"{self.wall_s:.1f}s")
+        if self.no_usage:
+            line += (f"\n{self.no_usage} answers had no usable token usage (tokens null in "
+                     "their records): the tokens and cost above are a lower bound")
+        if self.flagged:
+            line += (f"\n{self.flagged} chunks read like instructions to the judge (flag "
+                     "'injection' in their records): check those grades")
         if self.stopped:
             line += f"\nthe job stopped early: {self.stopped}"
         return "\n".join([line, *self.notes])
 
 
 @dataclass(frozen=True)
-class LabelResult:
-    """Label records (input order, one per pair) and the job's summary."""
+class LabelResult(QrelsExport):
+    """Label records (input order, one per pair) and the job's summary; the judged labels
+    convert to ``to_ir_measures()``, ``to_pytrec_eval()``, ``to_ranx()``, ``to_pyterrier()``."""
 
     records: pd.DataFrame
     summary: LabelSummary
+
+    def _label_records(self) -> pd.DataFrame:
+        return self.records
 
     @property
     def exit_code(self) -> int:
@@ -100,6 +116,8 @@ def summarize(records: pd.DataFrame, judge: Any, job: Job | None, cost: float | 
               start: float, calls_before: int) -> LabelSummary:
     """The summary of a finished job (online or batch): counts from the records, tokens and
     the stop reason from the job, wall time since ``start`` (``time.monotonic()``)."""
+    if job is not None:
+        job.cache_notes()
     ok = records[STATUS] == STATUS_OK
     cached = int((ok & records["cached"]).sum())
     return LabelSummary(
@@ -109,7 +127,9 @@ def summarize(records: pd.DataFrame, judge: Any, job: Job | None, cost: float | 
         output_tokens=job.output_tokens if job else 0, cost_usd=cost,
         wall_s=round(time.monotonic() - start, 3), calls=judge.calls - calls_before,
         stopped=job.stopped.message if job and job.stopped else None,
-        stop_exit=job.stop_exit if job else 0, notes=job.notes if job else [])
+        stop_exit=job.stop_exit if job else 0, notes=job.notes if job else [],
+        no_usage=job.no_usage if job else 0,
+        flagged=int(records["flags"].map(bool).sum()) if "flags" in records else 0)
 
 
 def _check_pairs(pairs: Any) -> pd.DataFrame:

@@ -28,6 +28,7 @@ import pandas as pd
 from tenacity import AsyncRetrying, retry_if_exception
 
 from labeler import io
+from labeler.labelling.flags import with_flags
 from labeler.labelling.job import Job, typed_records
 from labeler.labelling.cache import LabelCache
 from labeler.errors import ConfigError
@@ -158,6 +159,7 @@ async def alabel_pairs(pairs: pd.DataFrame, judge: Judge, *, cache: LabelCache |
         finally:
             await judge.aclose()
         records = job.records()
+    records = with_flags(records, df)
     in_tok = job.input_tokens if job else 0
     out_tok = job.output_tokens if job else 0
     summary = summarize(records, judge, job, cost_usd(judge.model, in_tok, out_tok, prices),

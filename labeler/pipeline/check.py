@@ -57,7 +57,10 @@ def check_run(cfg: Config) -> list[str]:
         if path.stat().st_size == 0:
             raise InputError(f"{name}: the file is empty", path=path)
     out_dir = Path(cfg.out_dir)
-    check_outputs(inputs, dirs={"out_dir": out_dir, "cache_dir": cfg.cache_dir})
+    cache_dir = cfg.cache_dir  # an existing cache may be read-only: it is then only read
+    check_outputs(inputs, dirs={"out_dir": out_dir,
+                                "cache_dir": None if cache_dir and cache_dir.is_dir()
+                                else cache_dir})
     latest, lock = out_dir / "latest", out_dir / ".lock"
     if latest.is_dir() and not latest.is_symlink():
         raise ConfigError(f"{latest} is a real directory, not the link to the newest run that "
@@ -104,6 +107,7 @@ def check_config(cfg: Config) -> CheckReport:
     from labeler.judges import LEXICAL_NAMES
     from labeler.pipeline.inputs import check_ppi, load_inputs
     from labeler.judges.prompts import load_prompt
+    from labeler.redact import redact
 
     pairs, runs = load_inputs(cfg)
     human = (io.read_qrels(cfg.human.qrels, cfg.human.format,
@@ -113,8 +117,8 @@ def check_config(cfg: Config) -> CheckReport:
     if cfg.judge.model not in LEXICAL_NAMES:
         load_prompt(cfg.judge.prompt)
     endpoint = ("the offline baseline" if cfg.judge.model in LEXICAL_NAMES else
-                cfg.judge.base_url or os.environ.get("OPENAI_BASE_URL")
-                or "https://api.openai.com/v1")
+                redact(cfg.judge.base_url or os.environ.get("OPENAI_BASE_URL")
+                       or "https://api.openai.com/v1"))
     return CheckReport(pairs=len(pairs), queries=int(pairs["query_id"].nunique()),
                        runs=0 if runs is None else int(runs["system"].nunique()),
                        human_labels=0 if human is None else len(human),

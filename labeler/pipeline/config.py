@@ -25,6 +25,8 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_mode
                        model_validator)
 
 from labeler.errors import ConfigError
+from labeler.labelling.limits import Price
+from labeler.redact import redact_data
 from labeler.settings import JudgeConfig
 from labeler.statistics.options import StatsOptions, option_specs
 
@@ -141,15 +143,9 @@ else:
                 "drift.", **_statistics_fields())
 
 
-class PriceConfig(_Section):
-    """USD per 1M tokens for one model (overrides the built-in price table)."""
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    batch_input: float | None = Field(default=None, ge=0,
-                                      description="through the Batch API (else input / 2)")
-    batch_output: float | None = Field(default=None, ge=0,
-                                       description="through the Batch API (else output / 2)")
+class PriceConfig(Price):
+    """USD per 1M tokens for one model (overrides the built-in price table); the same
+    check as ``--prices``."""
 
 
 class Config(_Section):
@@ -201,7 +197,9 @@ class Config(_Section):
         base = Path(base_dir).resolve()
 
         def fix(p: Path | None) -> Path | None:
-            return None if p is None else (base / p.expanduser()).resolve()
+            if p is None or str(p).startswith("irds:"):  # an ir_datasets id, not a file
+                return p
+            return (base / p.expanduser()).resolve()
 
         inputs = self.inputs.model_copy(update={
             "pairs": fix(self.inputs.pairs), "queries": fix(self.inputs.queries),
@@ -227,20 +225,26 @@ class Config(_Section):
 def _expand_run(base: Path, entry: str) -> list[str]:
     """``PATH``/pattern → resolved paths; ``NAME=PATH`` → ``NAME=<resolved path>`` (one
     file: a name for several would be ambiguous)."""
-    name, sep, rest = entry.partition("=")
-    if not sep or "/" in name or "\\" in name or (base / entry).exists():
+    from labeler.errors import InputError
+    from labeler.io import parse_named
+
+    try:
+        name, rest = parse_named(entry, base=base)
+    except InputError:
+        raise ConfigError(f"inputs.runs: cannot read '{entry}': write NAME=PATH") from None
+    if name is None:
         return [str(p) for p in _expand(base, entry)]
-    if not name.strip() or not rest:
-        raise ConfigError(f"inputs.runs: cannot read '{entry}': write NAME=PATH")
-    paths = _expand(base, rest)
+    paths = _expand(base, str(rest))
     if len(paths) != 1:
         raise ConfigError(f"inputs.runs: '{entry}' names {len(paths)} files; a name is for one "
                           "run")
-    return [f"{name.strip()}={paths[0]}"]
+    return [f"{name}={paths[0]}"]
 
 
 def _expand(base: Path, pattern: str) -> list[Path]:
     """A run path, or a glob pattern (sorted matches); a pattern matching nothing is an error."""
+    if pattern.startswith("irds:"):  # an ir_datasets id (its scored documents), not a file
+        return [Path(pattern)]
     full = base / Path(pattern).expanduser()
     if not glob.has_magic(pattern):
         return [full.resolve()]
@@ -282,7 +286,7 @@ def load_config(path: str | Path) -> Config:
     if not p.is_file():
         raise ConfigError("no such config file", path=p)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # a BOM is not TOML
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML ({exc})", path=p) from None
     except UnicodeDecodeError:
@@ -293,6 +297,7 @@ def load_config(path: str | Path) -> Config:
 def config_hash(cfg: Config) -> str:
     """``sha256:`` + 16 hex digits of the canonical JSON of the config, output directory
     left out (it does not change a label or a score)."""
-    canon = json.dumps(cfg.model_dump(mode="json", exclude={"out_dir"}), sort_keys=True,
+    canon = json.dumps(redact_data(cfg.model_dump(mode="json", exclude={"out_dir"})),
+                       sort_keys=True,
                        separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()[:16]

@@ -36,9 +36,8 @@ def load_inputs(cfg: Config) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     first_rows = runs.drop_duplicates("system")["system"].tolist()  # one tag per file, in order
     paths = (dict(zip(first_rows, (str(io.parse_run_arg(r)[1]) for r in inputs.runs)))
              if len(first_rows) == len(inputs.runs) else None)
-    pairs = pool_pairs(io.read_queries(inputs.queries, fmt("queries")),
-                       io.read_corpus(inputs.corpus, fmt("corpus")), runs,
-                       inputs.depth, run_paths=paths)
+    pairs = pool_pairs(io.read_queries(inputs.queries, fmt("queries")), inputs.corpus, runs,
+                       inputs.depth, run_paths=paths, corpus_fmt=fmt("corpus"))
     return pairs, runs
 
 
@@ -48,7 +47,8 @@ def check_judge(cfg: Config) -> None:
 
     j = cfg.judge
     local = bool(j.base_url or os.environ.get("OPENAI_BASE_URL"))
-    needs_key = "api_key_env" in j.model_fields_set or not local  # named, or api.openai.com
+    needs_key = ("api_key_env" in j.model_fields_set or not local) \
+        and not j.batch_file_out  # named, or api.openai.com; a batch file calls nothing
     if j.model not in LEXICAL_NAMES and needs_key and j.api_key_env not in os.environ:
         raise ConfigError(f"judge.api_key_env: the variable {j.api_key_env} is not set "
                           f"(needed to call {j.model!r}); export it, or set judge.base_url "

@@ -21,6 +21,7 @@ import logging
 import os
 import platform
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -35,13 +36,14 @@ import pandas as pd
 from labeler import __version__, io
 from labeler.labelling.batchfile import BatchFileWritten, BatchNotReady
 from labeler.pipeline.config import Config, config_hash
+from labeler.redact import redact_data
 from labeler.pipeline.drift import Drift, compute_drift
-from labeler.errors import ConfigError
+from labeler.errors import ConfigError, Interrupted
 from labeler.schema import STATUS, STATUS_OK
 from labeler.pipeline.check import check_run
 from labeler.pipeline.inputs import check_judge, check_ppi, load_inputs
-from labeler.pipeline.rundir import (finish_run_dir, hold_lock, latest_run, log_to_file,
-                                     new_run_dir, set_latest)
+from labeler.pipeline.rundir import (INTERRUPTED, PARTIAL, finish_run_dir, hold_lock,
+                                     latest_run, log_to_file, new_run_dir, set_latest)
 
 if TYPE_CHECKING:
     from labeler.reconciliation.comparison import Comparison
@@ -203,6 +205,12 @@ def run_pipeline(cfg: Config, *, config_path: str | Path | None = None,
                 shutil.rmtree(run_dir, ignore_errors=True)
                 with contextlib.suppress(OSError):
                     run_dir.parent.rmdir()  # runs/, when this was to be the first run
+                kept = None
+            elif isinstance(failed, KeyboardInterrupt):  # stopped by a signal: no .partial
+                kept = run_dir.with_name(run_dir.name.removesuffix(PARTIAL) + INTERRUPTED)
+                os.replace(run_dir, kept)
+            if isinstance(failed, KeyboardInterrupt):
+                raise _resume_hint(failed, kept) from None
             raise failed
         final = finish_run_dir(run_dir)
         set_latest(out_dir, final)
@@ -210,6 +218,18 @@ def run_pipeline(cfg: Config, *, config_path: str | Path | None = None,
     outcome.run_dir = final
     log.info("run %s finished: %s", final.name, final)
     return outcome
+
+
+def _resume_hint(exc: KeyboardInterrupt, kept: Path | None) -> Interrupted:
+    """The one line an interrupted run ends with: what was kept and how to resume."""
+    signum = getattr(exc, "signum", 2)
+    done = str(exc) if isinstance(exc, Interrupted) and str(exc) else ""
+    where = (f"; every pair's record is in {kept / 'labels.jsonl'}" if kept is not None
+             else "; no run directory was kept")
+    return Interrupted(signum, f"interrupted ({signal.Signals(signum).name})"
+                       + (f": {done}" if done and not done.startswith("interrupted") else "")
+                       + where + "; run the same command again to resume (judged pairs come "
+                       "from the cache)")
 
 
 def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress: Any,
@@ -239,6 +259,10 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
         files["labels.jsonl"] = io.write_labels(records, run_dir / "labels.jsonl")
         files["labels.qrels"] = io.write_qrels(records, run_dir / "labels.qrels")
         log.info("labels: %s", ", ".join(f"{k} {v}" for k, v in summary.items()))
+        if result.summary.stop_exit in (130, 143):  # SIGINT / SIGTERM: keep the labels only
+            raise Interrupted(result.summary.stop_exit - 128, (
+                f"{result.summary.n_pairs - result.summary.failed} of "
+                f"{result.summary.n_pairs} pairs judged"))
 
     rec: Reconciliation | None = None
     if cfg.human is not None and human is not None:
@@ -366,7 +390,7 @@ def _manifest(cfg: Config, config_path: str | Path | None, run_dir: Path, starte
     judge = cfg.judge.model_dump(mode="json")
     judge.update({"prompt_id": prompt_ids[0] if len(prompt_ids) == 1 else prompt_ids,
                   "model_recorded": models[0] if len(models) == 1 else models})
-    return {
+    return redact_data({  # a base URL's user and password never reach the manifest
         "run_id": run_dir.name.removesuffix(".partial"),
         "started_at": started.isoformat(timespec="seconds"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -392,5 +416,5 @@ def _manifest(cfg: Config, config_path: str | Path | None, run_dir: Path, starte
         "exit_code": outcome.exit_code,
         "files": sorted([*(p.relative_to(run_dir).as_posix() for p in outcome.files.values()),
                          "manifest.json", "run.log"]),
-    }
+    })
 

@@ -3,7 +3,8 @@
 Layout of an output directory ``OUT``::
 
     OUT/.lock                  held (fcntl.flock) while a run is in progress
-    OUT/runs/<UTC timestamp>/  one directory per finished run (``…Z.partial`` while running)
+    OUT/runs/<UTC timestamp>/  one directory per finished run (``…Z.partial`` while running,
+                               ``…Z.interrupted`` when SIGINT/SIGTERM stopped it: labels only)
     OUT/latest                 symlink to the newest finished run (``runs/<timestamp>``)
     OUT/latest.txt             the same, as text, for systems without symlinks
 
@@ -37,6 +38,9 @@ __all__ = ["LockedError", "finish_run_dir", "hold_lock", "latest_run", "log_to_f
            "new_run_dir", "set_latest"]
 
 PARTIAL = ".partial"
+INTERRUPTED = ".interrupted"
+"""Suffix of a run stopped by SIGINT/SIGTERM after labelling: its labels and run.log are
+kept; ``latest`` does not point at it."""
 log = logging.getLogger("labeler.run")
 
 

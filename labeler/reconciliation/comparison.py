@@ -34,7 +34,7 @@ from labeler.scoring import results as scoring
 from labeler.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
-    from labeler.statistics.verdicts import Significance, StatsOptions
+    from labeler.statistics.verdicts import Progress, Significance, StatsOptions
 
 QrelsLike: TypeAlias = pd.DataFrame | str | os.PathLike[str] | Mapping[str, Mapping[str, int]]
 RunsLike: TypeAlias = (pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
@@ -65,18 +65,21 @@ class Swap:
 class Comparison:
     """NDCG@k of each run under human and under LLM labels, and what changes between them.
 
-    - ``runs``: one row per run — ``system, human, llm, delta`` (llm − human means),
-      ``rank_human, rank_llm`` (1 = best), ``n_queries_human, n_queries_llm`` (queries in each
-      mean), ``judged_share_human, judged_share_llm`` (share of the top k judged at all).
+    - ``runs``: one row per run — ``system, human, llm, delta`` (llm − human means, each over
+      the run's own queries, as ``score`` reports them), ``n_queries_human, n_queries_llm``
+      (queries in each mean), ``judged_share_human, judged_share_llm`` (share of the top k
+      judged at all), ``shared_human, shared_llm`` (means over the queries every run scores
+      under both label sets) and ``rank_human, rank_llm`` (1 = best, by the shared means).
     - ``per_query``: ``system, query_id, human, llm, delta`` (NaN where a label set has no
       relevant chunk for the query, unless ``include_empty``).
     - ``ideal``: ``query_id, ndcg, n_human, n_llm`` — NDCG@k under human labels of the ranking
       of the query's judged chunks by LLM grade (1.0 = the LLM orders them as the humans would).
     - ``most_changed``: ``query_id, query, mean_abs_delta, mean_delta, n_runs, ideal``.
-    - ``kendall_tau``/``spearman_rho`` between the two orders of the runs (None below two).
+    - ``kendall_tau``/``spearman_rho`` between the two orders of the runs by their shared
+      means (None below two).
     - ``swaps``: the pairs of runs whose order flips.
-    - ``significance``: each run's 95% interval under each label set, every pair of runs
-      tested under each label set with a verdict, PPI estimates when asked for
+    - ``significance``: each run's 95% interval under each label set, pairs of runs tested
+      under both label sets on the same queries with a verdict, PPI estimates when asked for
       (:class:`~labeler.statistics.verdicts.Significance`).
 
     Usage::
@@ -98,6 +101,7 @@ class Comparison:
     n_pairs: int
     significance: Significance
     measure: str | None = None
+    complete: bool = False
 
     # ------------------------------------------------------------------ views
 
@@ -143,6 +147,7 @@ class Comparison:
             for label in ("human", "llm"):
                 ci = sig.run_ci(system, label)
                 item[f"{label}_ci"] = None if ci is None else list(ci)
+            item["shared"] = {"human": _num(r.shared_human), "llm": _num(r.shared_llm)}
             if sig.options.ppi:
                 item["ppi"] = sig.run_ppi(system)
             runs[system] = item
@@ -159,10 +164,12 @@ class Comparison:
             "pairs": sig.pairs_to_dicts(),
             "verdicts": sig.counts,
             "headline": self.headline,
-            "statistics": {**sig.options.to_dict(), "level": 0.95,
+            "shared_queries": sig.n_shared,
+            "statistics": {**sig.options.to_dict(), "pairs": sig.pair_mode, "level": 0.95,
                            "planning": sig.planning_line(), "notes": list(sig.notes)},
             "gain": self.gain,
             "include_empty": self.include_empty,
+            "complete": self.complete,
             "order": {"human": list(self.order_human), "llm": list(self.order_llm)},
             "swaps": {"n": len(self.swaps), "n_pairs": self.n_pairs,
                       "pairs": [s.to_dict() for s in self.swaps]},
@@ -220,7 +227,8 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
             queries: QueriesLike = None,
             llm_scores: scoring.ScoreResult | None = None,
             stats: StatsOptions | None = None,
-            measure: str | None = None) -> Comparison:
+            measure: str | None = None, complete: bool = False,
+            progress: Progress | None = None) -> Comparison:
     """Compare the runs' NDCG@k (or ``measure``, e.g. ``"AP"``, ``"P(rel=2)@10"``) under
     human and under LLM labels.
 
@@ -230,6 +238,10 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
     scored on ``llm`` with the same options (e.g. at several k), so they are not scored twice.
     ``stats`` chooses the paired test, its level and PPI
     (:class:`~labeler.statistics.verdicts.StatsOptions`; default: t-test, alpha 0.05, no PPI).
+    ``complete`` counts, as 0, a query of a label set that a run lacks (trec_eval ``-c``, as
+    ``score --complete``); without it, a run is ranked against the others only on the queries
+    every run scores under both label sets (``shared_*`` columns). ``progress(done, total)`` is
+    called while the pairs of a long comparison are tested.
     Label sets are keyword-only: they cannot be swapped by position. Inputs are never modified.
 
     Usage::
@@ -248,24 +260,27 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
 
     wanted = [measure] if measure else []
     by_human = scoring.evaluate(human_q, run, k=k, gain=gain, include_empty=include_empty,
-                                measures=wanted)
+                                measures=wanted, complete=complete)
     by_llm = (llm_scores if not wanted and llm_scores is not None
               and _reusable(llm_scores, k, gain, include_empty)
+              and bool(getattr(llm_scores, "complete", False)) == complete
               else scoring.evaluate(llm_q, run, k=k, gain=gain, include_empty=include_empty,
-                                    measures=wanted))
+                                    measures=wanted, complete=complete))
     systems = list(dict.fromkeys(run["system"]))
     (h_sum, h_pq), (l_sum, l_pq) = (scoring.frames_of(r, measure, k) for r in (by_human, by_llm))
     table = _run_table(systems, h_sum, l_sum, k)
     per_query = _per_query(h_pq, l_pq, k)
     ideal = _ideal_ranking(human_q, llm_q, set(run["query_id"]), k, gain)
+    sig = _significance(per_query, systems, run, human_q, llm_q, stats, complete, progress)
+    table = _with_shared(table, sig)
     tau, rho = _correlations(table)
     swaps, n_pairs = _swaps(table)
     return Comparison(
         k=k, gain=gain, include_empty=include_empty, runs=table, per_query=per_query,
         ideal=ideal, most_changed=_most_changed(per_query, ideal, texts, top),
         kendall_tau=tau, spearman_rho=rho, swaps=swaps, n_pairs=n_pairs,
-        significance=_significance(per_query, systems, run, human_q, llm_q, stats),
-        measure=str(by_human.measures[0]) if wanted else None)
+        significance=sig, measure=str(by_human.measures[0]) if wanted else None,
+        complete=complete)
 
 
 # ---------------------------------------------------------------------- pieces
@@ -275,9 +290,21 @@ def _reusable(scores: scoring.ScoreResult, k: int, gain: str, include_empty: boo
             and scores.ideal == "qrels")
 
 
+def _with_shared(table: pd.DataFrame, sig: Significance) -> pd.DataFrame:
+    """The run table with each run's means over the shared queries (``shared_human``,
+    ``shared_llm``), and its ranks under each label set by those means."""
+    out = table.copy()
+    for label in ("human", "llm"):
+        out[f"shared_{label}"] = sig.runs[f"shared_{label}"].to_numpy(dtype="float64")
+    for label, col in zip(("human", "llm"), _means(out)):
+        out[f"rank_{label}"] = out[col].rank(ascending=False, method="min").astype("Int64")
+    return out
+
+
 def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame,
                   human: pd.DataFrame, llm: pd.DataFrame,
-                  options: StatsOptions | None) -> Significance:
+                  options: StatsOptions | None, complete: bool = False,
+                  progress: Progress | None = None) -> Significance:
     """Intervals, pair verdicts and (with ``options.ppi``) PPI estimates; for PPI each run's
     population is its queries that the LLM labels cover, the labelled ones those that the
     human labels cover too."""
@@ -287,11 +314,13 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
     population: dict[str, set[str]] | None = None
     if options.ppi:
         llm_queries = set(llm["query_id"])
-        population = {str(s): set(q) & llm_queries
-                      for s, q in run.groupby("system", sort=False)["query_id"]}
+        population = ({str(s): llm_queries for s in systems} if complete else
+                      {str(s): set(q) & llm_queries
+                       for s, q in run.groupby("system", sort=False)["query_id"]})
     sig = significance(per_query, systems, options=options, ppi_population=population,
-                       ppi_labelled=set(human["query_id"]))
-    if options.ppi and "ppi_estimate" in sig.runs and sig.runs["ppi_estimate"].isna().all():
+                       ppi_labelled=set(human["query_id"]), progress=progress)
+    if options.ppi and sig.ppi_runs is not None and all(
+            e.n_unlabelled == 0 or e.n_labelled == 0 for e in sig.ppi_runs.values()):
         n_human = len(set(human["query_id"]) & set(llm["query_id"]))
         n_llm = len(set(llm["query_id"]))
         raise InputError(f"prediction-powered estimates need a random sample of queries judged "
@@ -373,12 +402,23 @@ def _most_changed(per_query: pd.DataFrame, ideal: pd.DataFrame, texts: dict[str,
     return out.reset_index(drop=True)
 
 
+def _means(table: pd.DataFrame) -> tuple[str, str]:
+    """The columns runs are ordered by: their means over the queries every run scores under
+    both label sets (``shared_*``), or their plain means when no query is shared."""
+    if {"shared_human", "shared_llm"} <= set(table.columns) and (
+            table["shared_human"].notna().any()):
+        return "shared_human", "shared_llm"
+    return "human", "llm"
+
+
 def _correlations(table: pd.DataFrame) -> tuple[float | None, float | None]:
-    """Kendall's tau-b and Spearman's rho between the runs' human and LLM means (scipy)."""
-    ok = table.dropna(subset=["human", "llm"])
+    """Kendall's tau-b and Spearman's rho between the runs' human and LLM means over the
+    shared queries (scipy)."""
+    hc, lc = _means(table)
+    ok = table.dropna(subset=[hc, lc])
     if len(ok) < 2:
         return None, None
-    h, m = ok["human"].to_numpy(), ok["llm"].to_numpy()
+    h, m = ok[hc].to_numpy(), ok[lc].to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
         tau = sps.kendalltau(h, m)[0]
@@ -387,19 +427,25 @@ def _correlations(table: pd.DataFrame) -> tuple[float | None, float | None]:
 
 
 def _swaps(table: pd.DataFrame) -> tuple[tuple[Swap, ...], int]:
-    """Pairs of runs ordered one way by human means and the other way by LLM means."""
-    ok = table.dropna(subset=["human", "llm"]).sort_values(
-        ["human", "system"], ascending=[False, True], kind="stable")
-    rows = list(ok.itertuples())
-    swaps = [Swap(a.system, b.system, (float(a.human), float(b.human)),
-                  (float(a.llm), float(b.llm)))
-             for i, a in enumerate(rows) for b in rows[i + 1:]
-             if (a.human - b.human) * (a.llm - b.llm) < 0]
-    return tuple(swaps), len(rows) * (len(rows) - 1) // 2
+    """Pairs of runs ordered one way by human means and the other way by LLM means (over the
+    shared queries)."""
+    hc, lc = _means(table)
+    ok = table.dropna(subset=[hc, lc]).sort_values(
+        [hc, "system"], ascending=[False, True], kind="stable")
+    names = ok["system"].to_numpy()
+    h, m = ok[hc].to_numpy(dtype="float64"), ok[lc].to_numpy(dtype="float64")
+    i, j = np.triu_indices(len(ok), k=1)
+    flip = (h[i] - h[j]) * (m[i] - m[j]) < 0
+    swaps = [Swap(str(names[x]), str(names[y]), (float(h[x]), float(h[y])),
+                  (float(m[x]), float(m[y])))
+             for x, y in zip(i[flip].tolist(), j[flip].tolist())]
+    return tuple(swaps), len(ok) * (len(ok) - 1) // 2
 
 
 def _order(table: pd.DataFrame, col: str) -> tuple[str, ...]:
-    ordered = table.sort_values([col, "system"], ascending=[False, True], kind="stable",
+    hc, lc = _means(table)
+    key = hc if col == "human" else lc
+    ordered = table.sort_values([key, "system"], ascending=[False, True], kind="stable",
                                 na_position="last")
     return tuple(ordered["system"])
 

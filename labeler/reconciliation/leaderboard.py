@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -156,12 +155,10 @@ def named_sets(llm: JudgesLike) -> dict[str, LabelsLike]:
 def _name_of(item: LabelsLike, i: int) -> tuple[str, LabelsLike]:
     if isinstance(item, pd.DataFrame):
         return str(item.attrs.get("name", f"judge{i}")), item
-    text = os.fspath(item)
-    if "=" in text and not Path(text).exists():
-        name, _, path = text.partition("=")
-        if name and path:
-            return name, path
-    return io.run_stem(text), item
+    name, path = io.parse_named(item, "label set")
+    if name is not None:
+        return name, path
+    return io.run_stem(os.fspath(item)), item
 
 
 def common_pairs(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame]) -> pd.DataFrame:

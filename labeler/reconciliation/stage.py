@@ -26,6 +26,7 @@ from labeler.reconciliation.agreement import (KEYS, AgreementReport, LabelsLike,
                                               QrelsLike, add_texts, agreement, joined, read_human,
                                               read_llm)
 from labeler.errors import ConfigError
+from labeler.io.convert import QrelsExport
 from labeler.io import PathLike
 from labeler.schema import LABEL_COLUMNS, STATUS, STATUS_FAILED, STATUS_OK
 
@@ -91,11 +92,12 @@ def merge(*, llm: LabelsLike, human: QrelsLike, calibration: Calibration | None 
 
 
 @dataclass(frozen=True)
-class Reconciliation:
+class Reconciliation(QrelsExport):
     """What the reconcile stage computed: agreement, calibration, audit and merged labels.
 
     ``agreement`` is None when no pair was judged by both (then nothing is calibrated and
-    the merged labels are the LLM's plus the human ones).
+    the merged labels are the LLM's plus the human ones). The merged labels convert to
+    ``to_ir_measures()``, ``to_pytrec_eval()``, ``to_ranx()``, ``to_pyterrier()``.
     """
 
     agreement: AgreementReport | None
@@ -103,6 +105,9 @@ class Reconciliation:
     calibration_report: dict[str, Any] | None
     merged: pd.DataFrame
     audit: pd.DataFrame | None
+
+    def _label_records(self) -> pd.DataFrame:
+        return self.merged
 
     @property
     def merged_counts(self) -> dict[str, int]:

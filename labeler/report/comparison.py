@@ -146,6 +146,10 @@ def _interval(value: Any) -> tuple[float, float] | None:
 
 # ---------------------------------------------------------------------- context
 
+PAIRS_WORDS = {"all": "Every pair of runs", "best": "Each run against the best one",
+               "adjacent": "Each run against its neighbour in the order"}
+
+
 def _leniency(delta: Any) -> str:
     """``lenient`` (LLM labels score the run higher), ``strict`` (lower) or ``""``."""
     f = _finite(delta)
@@ -155,7 +159,9 @@ def _leniency(delta: Any) -> str:
 def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
              judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None
              ) -> dict[str, Any]:
-    from labeler.report.text import by_human_rank, swap_significance, test_words
+    from labeler.report.text import (
+        VERDICT_WORDS, by_human_rank, ppi_words, scope_line, swap_significance, test_words,
+    )
 
     per_query = c.per_query
     sig = c.significance
@@ -172,6 +178,9 @@ def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
         "verdicts_line": f"Verdicts {sig.counts_line()} ({test_words(sig)})",
         "counts": sig.counts, "pairs": pairs, "alpha": sig.options.alpha,
         "test_words": test_words(sig), "has_ppi": sig.options.ppi,
+        "scope_line": scope_line(c), "verdict_words": VERDICT_WORDS,
+        "pairs_words": PAIRS_WORDS[sig.pair_mode],
+        "ppi_words": ppi_words(sig) if sig.options.ppi else "",
         "planning": sig.planning_line(), "stat_notes": list(sig.notes),
         "tau": c.kendall_tau, "rho": c.spearman_rho, "n_runs": len(c.runs),
         "order_human": c.order_human, "order_llm": c.order_llm,

@@ -31,13 +31,15 @@ def render_text(comparison: Comparison) -> str:
     lines = [f"Verdicts {sig.counts_line()} ({test_words(sig)})", plain(c.headline), ""]
     by = f"@{c.k}" if c.measure is None else f" {c.measure}"
     header = ["run", f"human{by} [95% CI]", f"llm{by} [95% CI]", "delta", "rank h→l",
-              "judged h/l"]
+              "queries h/l", "judged h/l"]
     rows = [[plain(r.system), _with_ci(r.human, sig.run_ci(str(r.system), "human")),
              _with_ci(r.llm, sig.run_ci(str(r.system), "llm")), fmt.num(r.delta, signed=True),
              f"{_rank(r.rank_human)}→{_rank(r.rank_llm)}",
+             f"{r.n_queries_human}/{r.n_queries_llm}",
              f"{fmt.share(r.judged_share_human)}/{fmt.share(r.judged_share_llm)}"]
             for r in by_human_rank(c.runs).itertuples()]
     lines += _table(header, rows)
+    lines.append(scope_line(c))
     lines.append("")
     lines += _pair_lines(c)
     if sig.options.ppi:
@@ -75,8 +77,8 @@ def swap_significance(c: Comparison) -> str:
     pairs = c.significance.pairs
     verdict = {frozenset((a, b)): v for a, b, v in zip(pairs["a"], pairs["b"], pairs["verdict"])}
     n = len(c.swaps)
-    real = sum(verdict.get(frozenset((s.human_first, s.llm_first)), "tie") != "tie"
-               for s in c.swaps)
+    real = sum(verdict.get(frozenset((s.human_first, s.llm_first)), "unresolved")
+               != "unresolved" for s in c.swaps)
     if real == 0:
         who = {1: "The swap is not", 2: "Neither swap is"}.get(n, "None of the swaps is")
         return f"{who} a significant difference under either label set"
@@ -86,6 +88,24 @@ def swap_significance(c: Comparison) -> str:
     return f"{real} of the {n} swaps {what} under at least one label set"
 
 
+MAX_PAIR_LINES = 50
+"""The terminal lists at most this many pairs that differ."""
+
+
+def ppi_words(sig: Significance) -> str:
+    """What the PPI intervals are intervals of, in one sentence."""
+    o = sig.options
+    what = ("the mean over these queries under full human labelling" if o.ppi_target ==
+            "queries" else "the mean over the population of queries these were drawn from")
+    how = ("the LLM mean over every query corrected by the mean human − LLM difference on "
+           "the human-judged random sample" + (" (LLM values weighted by a lambda fitted on "
+                                               "the other half of the sample)" if o.ppi_tune
+                                               else ""))
+    return (f"{how}. Each 95% interval is an interval of {what}; it holds if the judged "
+            f"queries were drawn at random. Pair intervals: a − b, with Holm-adjusted "
+            f"p-values and simultaneous intervals over the pairs.")
+
+
 def test_words(sig: Significance) -> str:
     """The test in words: ``"paired t-test, Holm-corrected, alpha 0.05"``."""
     o = sig.options
@@ -93,9 +113,31 @@ def test_words(sig: Significance) -> str:
 
 
 def by_human_rank(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs table, best under human labels first (runs without a human mean last)."""
-    return runs.sort_values(["human", "system"], ascending=[False, True], kind="stable",
-                            na_position="last")
+    """The runs table, best under human labels first (by rank, which orders the runs on the
+    queries they all share; runs without a rank last)."""
+    return runs.sort_values(["rank_human", "human", "system"], ascending=[True, False, True],
+                            kind="stable", na_position="last")
+
+
+def scope_line(c: Comparison) -> str:
+    """What each mean, interval and rank is over, in one sentence."""
+    n = c.significance.n_shared
+    shared = (f"Ranks are by the means over the {n} quer{'y' if n == 1 else 'ies'} every run "
+              f"scores under both label sets" if n else
+              "No query is scored by every run under both label sets: ranks are by each "
+              "run's own mean")
+    every = ("; a query a run lacks counts 0 (--complete)" if c.complete else
+             "; each mean and 95% interval is over the run's own queries (counts shown)")
+    return (f"{shared}{every}. Each 95% interval is one of the mean over the population of "
+            f"queries these were drawn from, under that label set, clipped to [0, 1].")
+
+VERDICT_WORDS = (
+    "confirmed: significant under both label sets, same direction; reversed: significant "
+    "under both, opposite directions; human-only: significant under human labels only; "
+    "llm-only: significant under LLM labels only; unresolved: significant under neither (no "
+    "evidence of a difference, which is not evidence of none). Both label sets test a pair "
+    "on the same queries: those both runs score under both.")
+"""The verdicts in words (terminal, Markdown and HTML reports)."""
 
 
 def _with_ci(value: Any, ci: tuple[float, float] | None) -> str:
@@ -116,19 +158,22 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def _pair_lines(c: Comparison) -> list[str]:
     """The pairs that differ under at least one label set, with their adjusted p-values."""
     pairs = c.significance.pairs
-    shown = pairs.loc[pairs["verdict"] != "tie"]
+    shown = pairs.loc[pairs["verdict"] != "unresolved"]
     if not len(pairs):
         return ["No pair of runs to test (one run)."]
     if shown.empty:
         return ["No difference between two runs is significant under either label set."]
-    header = ["pair", "verdict", "human Δ", "p adj.", "LLM Δ", "p adj."]
-    rows = [[f"{plain(r['a'])} − {plain(r['b'])}", str(r["verdict"]),
+    header = ["pair", "verdict", "queries", "human Δ", "p adj.", "LLM Δ", "p adj."]
+    rows = [[f"{plain(r['a'])} − {plain(r['b'])}", str(r["verdict"]), str(r["n"]),
              fmt.num(r["human_delta"], signed=True), fmt.pvalue(r["human_p_adjusted"]),
              fmt.num(r["llm_delta"], signed=True), fmt.pvalue(r["llm_p_adjusted"])]
-            for r in shown.to_dict("records")]
+            for r in shown.head(MAX_PAIR_LINES).to_dict("records")]
     intro = (f"Pairs that differ under at least one label set (Δ = mean {c.label} of the "
-             "first minus the second):")
-    return [intro, *_table(header, rows)]
+             "first minus the second, over the queries both runs score under both label "
+             "sets):")
+    more = len(shown) - MAX_PAIR_LINES
+    tail = [f"... and {more} more (see --json or --report)"] if more > 0 else []
+    return [intro, *_table(header, rows), *tail, VERDICT_WORDS]
 
 
 def _ppi_lines(c: Comparison) -> list[str]:
@@ -140,11 +185,15 @@ def _ppi_lines(c: Comparison) -> list[str]:
         if p is None:
             rows.append([plain(r.system), *[fmt.MISSING] * 3])
             continue
-        rows.append([plain(r.system), fmt.num(p["estimate"]), fmt.interval(p["ci"]),
+        rows.append([plain(r.system), fmt.num(p["estimate"]),
+                     fmt.interval(p["ci"]) if p["ci"] else p.get("reason", fmt.MISSING),
                      f"{p['n_labelled']} of {p['n_labelled'] + p['n_unlabelled']}"])
-    intro = ("Prediction-powered estimates (LLM labels on every query, corrected by the "
-             "human-judged sample):")
+    intro = f"Prediction-powered estimates: {ppi_words(sig)}"
     lines = [intro, *_table(header, rows)]
+    if "ppi_verdict" in sig.pairs:
+        got = sig.pairs["ppi_verdict"].value_counts()
+        lines.append("PPI pair verdicts (Holm-adjusted): " + ", ".join(
+            f"{int(got.get(v, 0))} {v}" for v in ("a-better", "b-better", "unresolved")))
     plan = sig.planning_line()
     if plan:
         lines.append(plan)

@@ -148,8 +148,8 @@ class ScoreResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: ``{"k": [...], "runs": {tag: {"ndcg@k": {...},
-        "<measure>": {...}}}}``; each measure has ``ci``, the 95% t-interval of its mean (null
-        below two queries)."""
+        "<measure>": {...}}}}``; each measure has ``ci``, the 95% t-interval of its mean, clipped
+        to [0, 1] where every measure lies (null below two queries)."""
         from labeler.statistics.inference import mean_ci
 
         runs: dict[str, Any] = {s: {} for s in self.systems}
@@ -163,7 +163,7 @@ class ScoreResult:
                 "median": _num(row.median),
                 "n_queries": int(row.n_queries),
                 "per_query": dict(zip(query[kept].tolist(), ndcg[kept].tolist())),
-                "ci": _interval(mean_ci(ndcg[kept])),
+                "ci": _interval(mean_ci(ndcg[kept], bounds=(0.0, 1.0))),
                 "n_empty": int(row.n_empty),
                 "n_not_in_qrels": int(row.n_not_in_qrels),
                 "judged_share": _num(row.judged_share),
@@ -181,12 +181,28 @@ class ScoreResult:
                     "mean": _num(row.mean), "median": _num(row.median),
                     "n_queries": int(row.n_queries), "per_query": per_query,
                     "ci": _interval(mean_ci(np.fromiter(per_query.values(), float,
-                                                        len(per_query)))),
+                                                        len(per_query)), bounds=(0.0, 1.0))),
                     "n_empty": int(row.n_empty)}
         out: dict[str, Any] = {"k": list(self.ks), "runs": runs}
         if self.measures:
             out["measures"] = [m.key for m in self.measures]
         return out
+
+    def to_pyterrier(self, perquery: bool = False) -> pd.DataFrame:
+        """The figures as ``pt.Experiment`` gives them: one row per run (``name``, then one
+        column per measure, its mean), or with ``perquery`` long rows ``name, qid, measure,
+        value``.
+
+        Usage: ``labeler.score(qrels, runs, measures=["AP"]).to_pyterrier()``
+        """
+        runs = self.to_dict()["runs"]
+        if perquery:
+            rows = [(name, q, key, v) for name, entry in runs.items()
+                    for key, block in entry.items() for q, v in block["per_query"].items()]
+            return pd.DataFrame(rows, columns=["name", "qid", "measure", "value"])
+        return pd.DataFrame([{"name": name, **{key: block["mean"] for key, block in
+                                               entry.items()}}
+                             for name, entry in runs.items()])
 
     def counted(self) -> pd.Series:
         """Rows of ``values`` that enter means and per-query lists."""

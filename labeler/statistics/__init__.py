@@ -4,8 +4,9 @@ Pure functions on arrays (numpy/scipy); they know nothing of files or runs.
 
 Usage::
 
-    from labeler.statistics import mean_ci, paired_test
+    from labeler.statistics import mean_ci, paired_test, ppi_mean
     mean_ci([0.4, 0.5, 0.7])
+    ppi_mean(human_values, llm_values_same_queries, llm_values_other_queries).ci
 """
 
 from __future__ import annotations
@@ -16,13 +17,21 @@ _NAMES = {
     "mean_ci": "inference",
     "paired_test": "inference",
     "PairedTest": "inference",
-    "holm": "inference",
-    "PPIResult": "inference",
+    "holm": "pairs",
+    "holm_array": "pairs",
+    "paired_t_many": "pairs",
+    "select_pairs": "pairs",
+    "ppi_mean": "ppi",
+    "ppi_mean_diff": "ppi",
+    "pair_family": "ppi",
+    "PPIEstimate": "ppi",
+    "PairFamily": "ppi",
     "StatsOptions": "options",
     "Significance": "verdicts",
     "significance": "verdicts",
     "headline": "verdicts",
 }
-__all__ = ["PPIResult", "PairedTest", "Significance", "StatsOptions", "headline", "holm", "mean_ci",
-           "paired_test", "significance"]
+__all__ = ["PPIEstimate", "PairFamily", "PairedTest", "Significance", "StatsOptions", "headline",
+           "holm", "holm_array", "mean_ci", "pair_family", "paired_t_many", "paired_test",
+           "ppi_mean", "ppi_mean_diff", "select_pairs", "significance"]
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -26,8 +26,11 @@ __all__ = ["StatsOptions", "option_specs"]
 @dataclass(frozen=True)
 class StatsOptions:
     """How differences are tested: ``test`` (``t`` or ``randomization``), ``permutations``
-    and ``seed`` (randomization test), ``alpha`` (significance level after Holm's
-    correction), ``ppi`` (add prediction-powered estimates)."""
+    and ``seed`` (randomization test; also the halves of ``ppi_tune``), ``alpha``
+    (significance level after Holm's correction), ``ppi`` (add prediction-powered
+    estimates), ``ppi_target`` (``queries``: the mean over these queries; ``population``: over
+    the population they were drawn from), ``ppi_tune`` (cross-fitted power tuning), ``pairs``
+    (``all``, ``best``, ``adjacent``; ``auto``: all up to 50 runs, best above)."""
 
     test: Literal["t", "randomization"] = field(default="t", metadata={
         "help": "Paired test of every pair of runs under each label set: Student's t, or the "
@@ -40,11 +43,22 @@ class StatsOptions:
         "help": "Random sign flips of the randomization test (all of them when there are "
                 "fewer)."})
     seed: int = field(default=0, metadata={
-        "ge": 0, "help": "Random seed of the randomization test."})
+        "ge": 0, "help": "Random seed of the randomization test (and of the halves of "
+                         "--ppi-tune)."})
     ppi: bool = field(default=False, metadata={
         "help": "Prediction-powered NDCG: the human labels cover a random sample of whole "
                 "queries (`labeler sample --unit query`), the LLM labels every query; each "
                 "mean and difference is the LLM one corrected by the sample."})
+    ppi_target: Literal["queries", "population"] = field(default="queries", metadata={
+        "help": "What a PPI interval is an interval of: the mean over these queries under "
+                "full human labelling, or over the population of queries they were drawn "
+                "from (wider)."})
+    ppi_tune: bool = field(default=False, metadata={
+        "help": "Weight the LLM values by a power-tuned lambda, fitted on one half of the "
+                "human-judged queries and applied to the other (never on the same ones)."})
+    pairs: Literal["auto", "all", "best", "adjacent"] = field(default="auto", metadata={
+        "help": "Which pairs of runs to test: all, each run against the best, or neighbours "
+                "in the order; auto: all up to 50 runs, best above."})
 
     def __post_init__(self) -> None:
         for spec in option_specs():

@@ -1,64 +1,91 @@
 """Which differences between runs are real, under which labels, and how sure that is.
 
-From per-query NDCG of every run under human and under LLM labels: each run's 95% interval
-under each label set; every unordered pair of runs tested under each label set (paired test,
-Holm-corrected over the pairs) and given a verdict; optionally prediction-powered estimates
-(PPI++) when the human labels cover a random sample of the queries; and a headline in words.
+From per-query values of every run under human and under LLM labels: each run's 95% interval
+under each label set; pairs of runs (all, each against the best, or neighbours) tested under
+each label set on the SAME queries — those both runs score under both label sets — with Holm's
+correction over the pairs and a verdict; optionally prediction-powered estimates when the human
+labels cover a random sample of the queries; and a headline in words
+(:mod:`labeler.statistics.words`). The t-tests, Holm and the verdicts of all pairs are array
+operations, so a thousand runs take seconds.
 
 Usage::
 
     from labeler.statistics.verdicts import StatsOptions, significance
     sig = significance(per_query, ["bm25", "bert"], options=StatsOptions(test="t"))
-    sig.counts                # {"confirmed": 1, "reversed": 0, "lost": 0, ...}
+    sig.counts                # {"confirmed": 1, "reversed": 0, "human-only": 0, ...}
     sig.pairs_to_dicts()      # the `pairs` list of `labeler compare --json`
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from labeler.statistics import inference as stats
 from labeler.errors import ConfigError
+from labeler.statistics import inference as stats
+from labeler.statistics import pairs as pairlib
+from labeler.statistics import ppi as ppilib
 from labeler.statistics.options import StatsOptions
 
+__all__ = ["BOUNDS", "DIFF_BOUNDS", "LABEL_SETS", "VERDICTS", "Progress", "Significance",
+           "StatsOptions", "headline", "significance"]
+
 LABEL_SETS = ("human", "llm")
+VERDICTS: tuple[str, ...] = ("confirmed", "reversed", "human-only", "llm-only", "unresolved")
+"""Every pair verdict, in the order they are counted: significant under both label sets with
+the same sign, with opposite signs, under the human labels only, under the LLM labels only,
+under neither (no evidence of a difference, which is not evidence of equality)."""
+BOUNDS = (0.0, 1.0)
+"""Every measure compared lies in [0, 1]: intervals of a mean are clipped there."""
+DIFF_BOUNDS = (-1.0, 1.0)
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: called while the pairs of a long comparison are tested."""
 
 
 @dataclass(frozen=True, eq=False)
 class Significance:
     """Intervals, pair verdicts and PPI estimates of a comparison.
 
-    - ``runs``: ``system, human_lo, human_hi, llm_lo, llm_hi`` (NaN: no interval), plus
-      ``ppi_estimate, ppi_lo, ppi_hi, ppi_n_labelled, ppi_n_unlabelled, ppi_more_to_halve``
-      with ``ppi``.
-    - ``pairs``: ``a, b``, for each label set ``<set>_delta, <set>_p, <set>_p_adjusted,
-      <set>_n``, ``verdict``, plus ``ppi_delta, ppi_lo, ppi_hi, ppi_p`` with ``ppi``.
+    - ``runs``: ``system, human_lo, human_hi, llm_lo, llm_hi`` (NaN: no interval),
+      ``shared_human, shared_llm`` (means over the ``n_shared`` queries every run scores under
+      both label sets).
+    - ``pairs``: ``a, b, n`` (queries both runs score under both label sets), for each label
+      set ``<set>_delta, <set>_p, <set>_p_adjusted``, ``verdict``, ``human_only_n,
+      human_only_delta`` (queries only the human labels let both runs score), plus
+      ``ppi_delta, ppi_lo, ppi_hi, ppi_sim_lo, ppi_sim_hi, ppi_p, ppi_p_adjusted,
+      ppi_verdict, ppi_reason`` with ``ppi``.
+    - ``ppi_runs``: each run's :class:`~labeler.statistics.ppi.PPIEstimate` with ``ppi``.
+    - ``pair_mode``: which pairs were tested (``all``, ``best``, ``adjacent``).
     """
 
     options: StatsOptions
     runs: pd.DataFrame
     pairs: pd.DataFrame
+    n_shared: int = 0
+    pair_mode: str = "all"
+    ppi_runs: Mapping[str, ppilib.PPIEstimate] | None = None
     notes: tuple[str, ...] = field(default=())
 
     @property
     def counts(self) -> dict[str, int]:
         """How many pairs got each verdict (every verdict listed, in a fixed order)."""
         got = self.pairs["verdict"].value_counts() if len(self.pairs) else pd.Series(dtype=int)
-        return {v: int(got.get(v, 0)) for v in stats.VERDICTS}
+        return {v: int(got.get(v, 0)) for v in VERDICTS}
 
     def counts_line(self) -> str:
-        """``"of 55 pairs: 12 confirmed, 0 reversed, 3 lost, 1 spurious, 39 ties"``."""
+        """``"of 55 pairs: 12 confirmed, 0 reversed, 3 human-only, 1 llm-only, 39
+        unresolved"``."""
         c = self.counts
-        parts = [f"{c[v]} {'ties' if v == 'tie' and c[v] != 1 else v}" for v in stats.VERDICTS]
         n = len(self.pairs)
-        return f"of {n} pair{'' if n == 1 else 's'}: {', '.join(parts)}"
+        which = {"all": "", "best": " (each run against the best)",
+                 "adjacent": " (neighbours in the order)"}[self.pair_mode]
+        return (f"of {n} pair{'' if n == 1 else 's'}{which}: "
+                + ", ".join(f"{c[v]} {v}" for v in VERDICTS))
 
     def run_ci(self, system: str, label_set: str) -> tuple[float, float] | None:
         """The 95% interval of ``system``'s mean under ``label_set`` (``human``/``llm``)."""
@@ -69,51 +96,61 @@ class Significance:
         return None if pd.isna(lo) else (float(lo), float(hi))
 
     def run_ppi(self, system: str) -> dict[str, Any] | None:
-        """``{"estimate", "ci", "n_labelled", "n_unlabelled", "more_to_halve"}`` or None."""
-        if "ppi_estimate" not in self.runs.columns:
+        """``{"estimate", "ci", "se", "n_labelled", "n_unlabelled", "target", "lambda"}``
+        (plus ``"reason"`` when there is no interval), or None without PPI."""
+        if self.ppi_runs is None or system not in self.ppi_runs:
             return None
-        r = self.runs.loc[self.runs["system"] == system]
-        if r.empty or pd.isna(r.iloc[0]["ppi_estimate"]):
-            return None
-        row = r.iloc[0]
-        more = row["ppi_more_to_halve"]
-        return {"estimate": float(row["ppi_estimate"]),
-                "ci": [float(row["ppi_lo"]), float(row["ppi_hi"])],
-                "n_labelled": int(row["ppi_n_labelled"]),
-                "n_unlabelled": int(row["ppi_n_unlabelled"]),
-                "more_to_halve": None if pd.isna(more) else int(more)}
+        return self.ppi_runs[system].to_dict()
 
     def pairs_to_dicts(self) -> list[dict[str, Any]]:
         """The ``pairs`` list of ``labeler compare --json``."""
+        p = self.pairs
+        cols = {c: p[c].to_numpy() for c in p.columns}
         out = []
-        for r in self.pairs.to_dict("records"):
-            item: dict[str, Any] = {"a": r["a"], "b": r["b"]}
+        for i in range(len(p)):
+            item: dict[str, Any] = {"a": cols["a"][i], "b": cols["b"][i], "n": int(cols["n"][i])}
             for s in LABEL_SETS:
-                item[s] = {"delta": _num(r[f"{s}_delta"]), "p": _num(r[f"{s}_p"]),
-                           "p_adjusted": _num(r[f"{s}_p_adjusted"]), "n": int(r[f"{s}_n"])}
-            item["verdict"] = r["verdict"]
-            if "ppi_delta" in r:
-                item["ppi"] = (None if pd.isna(r["ppi_delta"]) else
-                               {"delta": float(r["ppi_delta"]),
-                                "ci": [float(r["ppi_lo"]), float(r["ppi_hi"])],
-                                "p": float(r["ppi_p"])})
+                item[s] = {"delta": _num(cols[f"{s}_delta"][i]), "p": _num(cols[f"{s}_p"][i]),
+                           "p_adjusted": _num(cols[f"{s}_p_adjusted"][i])}
+            item["verdict"] = cols["verdict"][i]
+            ho = int(cols["human_only_n"][i])
+            item["human_only_queries"] = (None if ho == 0 else
+                                          {"n": ho, "delta": _num(cols["human_only_delta"][i])})
+            if "ppi_delta" in cols:
+                item["ppi"] = _ppi_pair(cols, i)
             out.append(item)
         return out
 
     def planning_line(self) -> str | None:
-        """How many more human-judged queries would halve the PPI intervals (median over
-        runs), or None without PPI."""
-        if "ppi_more_to_halve" not in self.runs.columns:
+        """How many more randomly drawn human-judged queries would halve the PPI intervals
+        (median over runs), or None without PPI."""
+        if not self.ppi_runs:
             return None
-        more = self.runs["ppi_more_to_halve"].dropna()
-        if more.empty:
-            if self.runs["ppi_estimate"].notna().any():
-                return ("Even judging every remaining query by hand would not halve the "
-                        "PPI intervals.")
+        more = [m for e in self.ppi_runs.values() if e.ci is not None
+                and (m := ppilib.more_to_halve(e.n_labelled, e.n_labelled + e.n_unlabelled))
+                is not None]
+        if not more:
             return None
-        n_lab = int(self.runs["ppi_n_labelled"].dropna().max())
-        return (f"Judging about {int(more.median())} more randomly drawn queries by hand "
-                f"(on top of {n_lab}) would halve the PPI intervals.")
+        n_lab = max(e.n_labelled for e in self.ppi_runs.values())
+        return (f"Judging about {int(np.median(more))} more randomly drawn queries by hand "
+                f"(on top of {n_lab}) would halve the PPI intervals, if the LLM's errors "
+                f"stay as spread as they are.")
+
+
+def _ppi_pair(cols: Mapping[str, np.ndarray], i: int) -> dict[str, Any]:
+    def ci(lo: str, hi: str) -> list[float] | None:
+        a, b = _num(cols[lo][i]), _num(cols[hi][i])
+        return None if a is None or b is None else [a, b]
+
+    out: dict[str, Any] = {"delta": _num(cols["ppi_delta"][i]), "ci": ci("ppi_lo", "ppi_hi"),
+                           "ci_simultaneous": ci("ppi_sim_lo", "ppi_sim_hi"),
+                           "p": _num(cols["ppi_p"][i]),
+                           "p_adjusted": _num(cols["ppi_p_adjusted"][i]),
+                           "verdict": cols["ppi_verdict"][i]}
+    reason = cols["ppi_reason"][i]
+    if isinstance(reason, str) and reason:
+        out["reason"] = reason
+    return out
 
 
 def _num(x: Any) -> float | None:
@@ -128,178 +165,183 @@ def _num(x: Any) -> float | None:
 def significance(per_query: pd.DataFrame, systems: Sequence[str], *,
                  options: StatsOptions | None = None,
                  ppi_population: Mapping[str, Collection[str]] | None = None,
-                 ppi_labelled: Collection[str] | None = None) -> Significance:
+                 ppi_labelled: Collection[str] | None = None,
+                 progress: Progress | None = None) -> Significance:
     """Intervals, pair tests and verdicts from ``per_query`` (``system, query_id, human,
     llm``; NaN where a label set does not score a query).
 
-    With ``options.ppi``, ``ppi_population`` maps each run to its queries that the LLM labels
-    cover and ``ppi_labelled`` lists the queries the human labels cover; NDCG of a query
-    there without a relevant label counts 0.
+    Both label sets test a pair on the same queries: those where both runs have a value
+    under both label sets. With ``options.ppi``, ``ppi_population`` maps each run to its
+    queries that the LLM labels cover and ``ppi_labelled`` lists the queries the human
+    labels cover; a query there without a relevant label counts 0.
 
     Usage: ``significance(comparison.per_query, comparison.systems, options=StatsOptions())``
     """
     options = options or StatsOptions()
     systems = list(systems)
-    wide = {s: per_query.pivot_table(index="query_id", columns="system", values=s,
-                                     aggfunc="first", dropna=False)
-            .reindex(columns=systems) for s in LABEL_SETS}
+    queries = sorted(set(per_query["query_id"]).union(
+        *(ppi_population or {}).values()) if options.ppi else set(per_query["query_id"]))
+    wide = {s: _wide(per_query, s, systems, queries) for s in LABEL_SETS}
+    valid = ~np.isnan(wide["human"]) & ~np.isnan(wide["llm"])
+    shared = valid.all(axis=1) if len(systems) else np.zeros(len(queries), bool)
     runs = pd.DataFrame({"system": systems})
     for s in LABEL_SETS:
-        cis = [stats.mean_ci(wide[s][sys].dropna().to_numpy()) for sys in systems]
+        cis = [stats.mean_ci(col[~np.isnan(col)], bounds=BOUNDS) for col in wide[s].T]
         runs[f"{s}_lo"] = [c[0] if c else math.nan for c in cis]
         runs[f"{s}_hi"] = [c[1] if c else math.nan for c in cis]
-    pairs = _pairs(wide, systems, options)
+    for s in LABEL_SETS:
+        runs[f"shared_{s}"] = (wide[s][shared].mean(axis=0) if shared.any()
+                               else np.full(len(systems), math.nan))
+    mode = (options.pairs if options.pairs != "auto"
+            else pairlib.default_pair_mode(len(systems)))
+    a, b = pairlib.select_pairs(len(systems), mode, _order(runs))
+    pairs = _pairs(wide, valid, systems, a, b, options, progress)
     notes: list[str] = []
+    ppi_runs = None
     if options.ppi:
         if ppi_population is None or ppi_labelled is None:
             raise ConfigError("prediction-powered estimates need the queries of each run in "
                               "the LLM labels and the queries in the human labels")
-        runs, pairs = _with_ppi(per_query, systems, runs, pairs, ppi_population,
-                                set(ppi_labelled), notes)
-    return Significance(options, runs, pairs, tuple(notes))
+        ppi_runs, pairs = _with_ppi(wide, queries, systems, pairs, a, b, ppi_population,
+                                    set(ppi_labelled), options, notes)
+    return Significance(options, runs, pairs, int(shared.sum()), mode, ppi_runs, tuple(notes))
 
 
-def _pairs(wide: Mapping[str, pd.DataFrame], systems: list[str],
-           options: StatsOptions) -> pd.DataFrame:
-    combos = list(itertools.combinations(systems, 2))
-    data: dict[str, list[Any]] = {"a": [a for a, _ in combos], "b": [b for _, b in combos]}
+def _wide(per_query: pd.DataFrame, col: str, systems: list[str],
+          queries: Sequence[str]) -> np.ndarray:
+    """(queries × runs) values of ``col``, NaN where a run has none."""
+    if per_query.empty:
+        return np.full((len(queries), len(systems)), math.nan)
+    table = per_query.pivot_table(index="query_id", columns="system", values=col,
+                                  aggfunc="first", dropna=False)
+    return table.reindex(index=list(queries), columns=systems).to_numpy(dtype="float64")
+
+
+def _order(runs: pd.DataFrame) -> list[int]:
+    """Run indices best first: by the mean over shared queries under human labels, else by
+    the LLM one; ties by name."""
+    key = runs["shared_human"] if runs["shared_human"].notna().any() else runs["shared_llm"]
+    frame = pd.DataFrame({"key": key.to_numpy(), "name": runs["system"].to_numpy(),
+                          "i": np.arange(len(runs))})
+    frame = frame.sort_values(["key", "name"], ascending=[False, True], kind="stable",
+                              na_position="last")
+    return frame["i"].tolist()
+
+
+def _pairs(wide: Mapping[str, np.ndarray], valid: np.ndarray, systems: list[str],
+           a: np.ndarray, b: np.ndarray, options: StatsOptions,
+           progress: Progress | None) -> pd.DataFrame:
+    names = np.asarray(systems, dtype=object)
+    data: dict[str, Any] = {"a": names[a], "b": names[b]}
     for s in LABEL_SETS:
-        tests = []
-        for a, b in combos:
-            both = wide[s][[a, b]].dropna()
-            tests.append(stats.paired_test(both[a].to_numpy(), both[b].to_numpy(),
-                                           test=options.test,
-                                           permutations=options.permutations,
-                                           seed=options.seed))
-        data[f"{s}_delta"] = [math.nan if t.delta is None else t.delta for t in tests]
-        data[f"{s}_p"] = [math.nan if t.p is None else t.p for t in tests]
-        adjusted = stats.holm([t.p for t in tests])
-        data[f"{s}_p_adjusted"] = [math.nan if q is None else q for q in adjusted]
-        data[f"{s}_n"] = [t.n for t in tests]
-    data["verdict"] = [
-        stats.verdict(_num(data["human_delta"][i]), _num(data["human_p_adjusted"][i]),
-                      _num(data["llm_delta"][i]), _num(data["llm_p_adjusted"][i]),
-                      options.alpha)
-        for i in range(len(combos))]
-    cols = ["a", "b", *(f"{s}_{c}" for s in LABEL_SETS for c in ("delta", "p", "p_adjusted",
-                                                                   "n")), "verdict"]
-    return pd.DataFrame(data, columns=cols)
+        if options.test == "t":
+            delta, p, n = pairlib.paired_t_many(wide[s], valid, a, b)
+            if progress is not None:
+                progress(len(a), len(a))
+        else:
+            delta, p, n = _randomization(wide[s], valid, a, b, options, progress)
+        data["n"] = n
+        data[f"{s}_delta"], data[f"{s}_p"] = delta, p
+        data[f"{s}_p_adjusted"] = pairlib.holm_array(p)
+    h = data["human_p_adjusted"] < options.alpha
+    m = data["llm_p_adjusted"] < options.alpha
+    same = data["human_delta"] * data["llm_delta"] > 0
+    data["verdict"] = np.select([h & m & same, h & m, h, m],
+                                ["confirmed", "reversed", "human-only", "llm-only"],
+                                default="unresolved").astype(object)
+    data["human_only_n"], data["human_only_delta"] = _human_only(wide["human"], valid, a, b)
+    cols = ["a", "b", "n", *(f"{s}_{c}" for s in LABEL_SETS
+                             for c in ("delta", "p", "p_adjusted")),
+            "verdict", "human_only_n", "human_only_delta"]
+    return pd.DataFrame({c: data[c] for c in cols}, columns=cols)
 
 
-def _values(per_query: pd.DataFrame, system: str, col: str,
-            queries: list[str]) -> np.ndarray:
-    got = per_query.loc[per_query["system"] == system].set_index("query_id")[col]
-    return got.reindex(queries).fillna(0.0).to_numpy(dtype="float64")
+def _randomization(x: np.ndarray, valid: np.ndarray, a: np.ndarray, b: np.ndarray,
+                   options: StatsOptions, progress: Progress | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sign-flip test, pair by pair (each vectorised over its sign patterns)."""
+    delta, p = np.full(len(a), math.nan), np.full(len(a), math.nan)
+    n = np.zeros(len(a), dtype="int64")
+    for i, (ia, ib) in enumerate(zip(a, b)):
+        w = valid[:, ia] & valid[:, ib]
+        t = stats.paired_test(x[w, ia], x[w, ib], test="randomization",
+                              permutations=options.permutations, seed=options.seed)
+        delta[i] = math.nan if t.delta is None else t.delta
+        p[i] = math.nan if t.p is None else t.p
+        n[i] = t.n
+        if progress is not None and (i % 64 == 63 or i == len(a) - 1):
+            progress(i + 1, len(a))
+    return delta, p, n
 
 
-def _ppi(y: np.ndarray, yhat: np.ndarray, yhat_u: np.ndarray) -> stats.PPIResult | None:
-    """PPI++ with its 95% interval, like every other interval of a comparison (``--alpha``
-    is the significance level of the pair verdicts, not the level of the intervals)."""
-    if len(y) < 2 or len(yhat_u) < 1:
-        return None
-    return stats.ppi_mean(y, yhat, yhat_u, alpha=stats.DEFAULT_ALPHA)
+def _human_only(h: np.ndarray, valid: np.ndarray, a: np.ndarray, b: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: the queries both runs score under human labels but not both under LLM
+    labels too, and the mean human difference a − b there (NaN without such queries)."""
+    hv = ~np.isnan(h)
+    x = np.where(hv, h, 0.0)
+    n = np.zeros(len(a), dtype="int64")
+    mean = np.full(len(a), math.nan)
+    step = max(1, 2_000_000 // max(1, h.shape[0]))
+    for s in range(0, len(a), step):
+        ca, cb = a[s:s + step], b[s:s + step]
+        w = hv[:, ca] & hv[:, cb] & ~(valid[:, ca] & valid[:, cb])
+        k = w.sum(axis=0)
+        total = np.where(w, x[:, ca] - x[:, cb], 0.0).sum(axis=0)
+        n[s:s + step] = k
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean[s:s + step] = np.where(k > 0, total / k, math.nan)
+    return n, mean
 
 
-def _with_ppi(per_query: pd.DataFrame, systems: list[str], runs: pd.DataFrame,
-              pairs: pd.DataFrame, population: Mapping[str, Collection[str]],
-              labelled: set[str],
-              notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    runs, pairs = runs.copy(), pairs.copy()
-    split: dict[str, tuple[list[str], list[str]]] = {}
-    for sys in systems:
-        pop = sorted(set(population.get(sys, ())))
-        split[sys] = ([q for q in pop if q in labelled], [q for q in pop if q not in labelled])
-    rows = []
-    for sys in systems:
-        lab, unl = split[sys]
-        y = _values(per_query, sys, "human", lab)
-        yhat, yhat_u = _values(per_query, sys, "llm", lab), _values(per_query, sys, "llm", unl)
-        res = _ppi(y, yhat, yhat_u)
-        if res is None:
-            notes.append(f"{sys}: no prediction-powered estimate ({len(lab)} queries with "
-                         f"human labels, {len(unl)} without; it needs at least 2 and 1)")
-            rows.append((math.nan,) * 6)
-            continue
-        more = stats.more_queries_to_halve_ppi(y, yhat, yhat_u)
-        rows.append((res.estimate, res.ci[0], res.ci[1], res.n_labelled, res.n_unlabelled,
-                     math.nan if more is None else more))
-    cols = ["ppi_estimate", "ppi_lo", "ppi_hi", "ppi_n_labelled", "ppi_n_unlabelled",
-            "ppi_more_to_halve"]
-    for i, c in enumerate(cols):
-        runs[c] = [r[i] for r in rows]
-    prow = []
-    for a, b in zip(pairs["a"], pairs["b"]):
-        lab = sorted(set(split[a][0]) & set(split[b][0]))
-        unl = sorted(set(split[a][1]) & set(split[b][1]))
+def _with_ppi(wide: Mapping[str, np.ndarray], queries: Sequence[str], systems: list[str],
+              pairs: pd.DataFrame, a: np.ndarray, b: np.ndarray,
+              population: Mapping[str, Collection[str]], labelled: set[str],
+              options: StatsOptions, notes: list[str]
+              ) -> tuple[dict[str, ppilib.PPIEstimate], pd.DataFrame]:
+    index = {q: i for i, q in enumerate(queries)}
+    pop = np.zeros((len(queries), len(systems)), dtype=bool)
+    for j, sys in enumerate(systems):
+        rows = [index[q] for q in population.get(sys, ()) if q in index]
+        pop[rows, j] = True
+    is_lab = np.array([q in labelled for q in queries], dtype=bool)
+    lab, unl = pop & is_lab[:, None], pop & ~is_lab[:, None]
+    y, yhat = np.nan_to_num(wide["human"]), np.nan_to_num(wide["llm"])
+    kw: dict[str, Any] = {"target": options.ppi_target, "tune": options.ppi_tune,
+                          "seed": options.seed}
+    runs: dict[str, ppilib.PPIEstimate] = {}
+    for j, sys in enumerate(systems):
+        lj, uj = lab[:, j], unl[:, j]
+        runs[sys] = ppilib.ppi_mean(y[lj, j], yhat[lj, j], yhat[uj, j], bounds=BOUNDS, **kw)
+        if runs[sys].reason:
+            notes.append(f"{sys}: no prediction-powered interval ({runs[sys].reason}; "
+                         f"{int(uj.sum())} queries without human labels)")
+    ests = []
+    for ia, ib in zip(a, b):
+        lj, uj = lab[:, ia] & lab[:, ib], unl[:, ia] & unl[:, ib]
+        ests.append(ppilib.ppi_mean_diff(y[lj, ia], y[lj, ib], yhat[lj, ia], yhat[lj, ib],
+                                         yhat[uj, ia], yhat[uj, ib], bounds=DIFF_BOUNDS, **kw))
+    fam = ppilib.pair_family(ests, alpha=options.alpha, bounds=DIFF_BOUNDS)
+    pairs = pairs.copy()
 
-        def diff(col: str, qs: list[str], a: str = a, b: str = b) -> np.ndarray:
-            return _values(per_query, a, col, qs) - _values(per_query, b, col, qs)
+    def col(values: list[Any]) -> list[Any]:
+        return [math.nan if v is None else v for v in values]
 
-        res = _ppi(diff("human", lab), diff("llm", lab), diff("llm", unl))
-        prow.append((math.nan,) * 4 if res is None else
-                    (res.estimate, res.ci[0], res.ci[1], res.p))
-    for i, c in enumerate(["ppi_delta", "ppi_lo", "ppi_hi", "ppi_p"]):
-        pairs[c] = [r[i] for r in prow]
+    pairs["ppi_delta"] = col([e.estimate for e in ests])
+    pairs["ppi_lo"] = col([None if e.ci is None else e.ci[0] for e in ests])
+    pairs["ppi_hi"] = col([None if e.ci is None else e.ci[1] for e in ests])
+    pairs["ppi_sim_lo"] = col([None if c is None else c[0] for c in fam.ci_simultaneous])
+    pairs["ppi_sim_hi"] = col([None if c is None else c[1] for c in fam.ci_simultaneous])
+    pairs["ppi_p"] = col([e.p for e in ests])
+    pairs["ppi_p_adjusted"] = col(list(fam.p_adjusted))
+    pairs["ppi_verdict"] = list(fam.verdicts)
+    pairs["ppi_reason"] = [e.reason or "" for e in ests]
     return runs, pairs
 
 
-# ---------------------------------------------------------------------- words
-
 def headline(means: pd.DataFrame, sig: Significance) -> str:
-    """One sentence: which run is best under human labels and how surely, and what the LLM
-    labels do to that. ``means``: ``system, human, llm`` (mean NDCG per run).
+    """One sentence on the queries every run scores under both label sets (see
+    :func:`labeler.statistics.words.headline`)."""
+    from labeler.statistics.words import headline as _headline
 
-    Usage: ``headline(comparison.runs, sig)`` → ``"Under human labels bert is best,
-    significantly ahead of 2 of 3 runs; the LLM labels keep it first but see 1 spurious
-    difference."``
-    """
-    ok = means.dropna(subset=["human"])
-    if ok.empty:
-        return "No run has a score under the human labels."
-    best = str(ok.sort_values(["human", "system"], ascending=[False, True],
-                              kind="stable").iloc[0]["system"])
-    if len(means) < 2:
-        return f"Only one run ({best}): there is no order to compare."
-    alpha = sig.options.alpha
-    others = len(means) - 1
-    ahead = 0
-    for r in sig.pairs.to_dict("records"):
-        if best in (r["a"], r["b"]) and stats.significant(_num(r["human_p_adjusted"]), alpha):
-            sign = 1 if r["a"] == best else -1
-            ahead += int(sign * float(r["human_delta"]) > 0)
-    first = (f"Under human labels {best} is best, significantly ahead of {ahead} of "
-             f"{others} run{'s' if others != 1 else ''}" if ahead else
-             f"Under human labels {best} has the highest mean, but is not significantly "
-             f"ahead of any other run")
-    llm_ok = means.dropna(subset=["llm"])
-    if llm_ok.empty:
-        return first + "; no run has a score under the LLM labels."
-    llm_best = str(llm_ok.sort_values(["llm", "system"], ascending=[False, True],
-                                      kind="stable").iloc[0]["system"])
-    second = ("the LLM labels keep it first" if llm_best == best else
-              f"the LLM labels put {llm_best} first")
-    c = sig.counts
-
-    def plural(n: int, one: str, many: str) -> str:
-        return f"{n} {one if n == 1 else many}"
-
-    wrong = []
-    if c["spurious"]:
-        wrong.append("see " + plural(c["spurious"], "spurious difference",
-                                     "spurious differences"))
-    if c["reversed"]:
-        wrong.append("reverse " + plural(c["reversed"], "real difference", "real differences"))
-    if c["lost"]:
-        wrong.append("miss " + plural(c["lost"], "real difference", "real differences"))
-    if wrong:
-        third = "but " + _join(wrong)
-    elif c["confirmed"]:
-        third = "and agree on " + ("the one significant difference" if c["confirmed"] == 1
-                                   else f"all {c['confirmed']} significant differences")
-    else:
-        third = "and neither label set finds a significant difference"
-    return f"{first}; {second} {third}."
-
-
-def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return _headline(means, sig)

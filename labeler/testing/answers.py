@@ -112,6 +112,9 @@ def decide(state: ServerState, body: dict[str, Any], headers: dict[str, str],
     text = messages_text(messages)
     if f.refuse_marker is not None and f.refuse_marker in text:
         message, code = REFUSALS[f.refuse_kind]
+        if f.refuse_kind == "too_large":  # a proxy in front: HTML, not JSON
+            return Outcome(413, fault=f.refuse_kind, text=message,
+                           headers={"content-type": "text/html"})
         out = error(400, message, f.refuse_kind)
         out.payload["error"]["code"] = code  # type: ignore[index]
         return out
@@ -201,6 +204,17 @@ def _bad_body(kind: str, good: dict[str, Any]) -> Outcome:
                                                {"token": "2", "logprob": "high"}]}]}
     elif kind == "message_list":
         choice["message"] = []
+    elif kind == "huge_usage":
+        bad["usage"].update(prompt_tokens=10**30, completion_tokens=10**30)
+    elif kind == "float_usage":
+        bad["usage"].update(prompt_tokens=1e308, completion_tokens=1.5)
+    elif kind == "no_usage":
+        del bad["usage"]
+    elif kind == "lone_surrogate":
+        grade = json.loads(choice["message"]["content"]).get("grade", 0) \
+            if choice["message"]["content"].startswith("{") else 0
+        choice["message"]["content"] = json.dumps({"grade": grade,
+                                                   "rationale": "odd \ud800 text"})
     elif kind == "not_json":
         return Outcome(200, fault="bad_body", text="<html><body>502 Bad Gateway</body></html>")
     return Outcome(200, bad, fault="bad_body")

@@ -54,8 +54,9 @@ async def _send(request: Any, out: Outcome) -> Any:
         request.transport.close()
         raise asyncio.CancelledError
     if not out.drip:
-        return web.Response(body=out.body(), status=out.status, headers=out.headers,
-                            content_type="application/json")
+        headers = {k: v for k, v in out.headers.items() if k.lower() != "content-type"}
+        return web.Response(body=out.body(), status=out.status, headers=headers,
+                            content_type=out.headers.get("content-type", "application/json"))
     resp = web.StreamResponse(status=out.status, headers=out.headers)
     resp.content_type = "application/json"
     data = out.body()

@@ -33,15 +33,20 @@ FAULTS = ("rate_limit", "server_error", "unavailable", "timeout", "disconnect", 
           "out_of_range", "drip", "bad_body", "server_error_text")
 """Random faults of a FaultPlan, in the order their rates are stacked on [0, 1)."""
 BAD_BODIES = ("choices_object", "choices_int", "no_choices", "usage_text", "negative_usage",
-              "logprob_text", "message_list", "not_json")
+              "logprob_text", "message_list", "not_json", "huge_usage", "float_usage",
+              "no_usage", "lone_surrogate")
 """Kinds of malformed 200 answers (``FaultPlan(bad_body=rate, bad_body_kind=...)``)."""
 REFUSALS = {
     "content_filter": (("The response was filtered due to the prompt triggering Azure "
                         "OpenAI's content management policy."), "content_filter"),
     "context_length": (("This model's maximum context length is 8192 tokens. However, your "
                         "messages resulted in 9100 tokens."), "context_length_exceeded"),
+    "too_large": ("<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n"
+                  "<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n"
+                  "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", "too_large"),
 }
-"""Per-pair 400 refusals (``FaultPlan(refuse_marker=TEXT, refuse_kind=...)``)."""
+"""Per-pair refusals (``FaultPlan(refuse_marker=TEXT, refuse_kind=...)``): a 400 with an
+OpenAI-shaped body, or for ``too_large`` a proxy's 413 HTML page."""
 MALFORMED_ANSWER = "I think it's quite relevant"
 RATIONALE = "graded by the fake server"
 DEFAULT_MODEL = "fake-judge"

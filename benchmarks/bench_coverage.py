@@ -1,0 +1,288 @@
+"""Does every "95%" interval of `labeler compare` cover the truth 95% of the time?
+
+On TREC DL 2019 (passages; 43 judged queries, NIST grades 0–3) and its submitted runs. The
+truth is what full human labelling reports: each run's mean NDCG@10 over the 43 queries under
+the NIST labels (and each difference of two runs' means). A "study" has people judge a simple
+random sample of ``n`` of the 43 queries; the LLM labels cover all 43. For many studies per n
+it computes, exactly as labeler does (checked against ``labeler.statistics`` on the first
+studies of every setting):
+
+- run-mean PPI intervals: the default (finite-population difference estimator, t quantile),
+  ``--ppi-target population`` (ppi_py's plain PPI), ``--ppi-tune`` (cross-fitted λ);
+- pair PPI intervals of a − b: each at 95% (raw), and Bonferroni simultaneous intervals (the
+  share of studies in which *every* pair's interval holds its truth);
+- the human-only Student-t interval of the n judged queries;
+- the family-wise rate of false "different" PPI verdicts (Holm over the family) under a null of
+  equal runs: next to every real run, a copy whose per-query values are those of the run at
+  other queries (a fixed random permutation of the 43), so the copy's mean over the 43 queries
+  equals the run's exactly; the family is every real pair plus these null pairs;
+- the bias of the default and the tuned estimates (mean of estimate − truth over the studies;
+  the largest |bias| over runs).
+
+LLM labels, made offline for every judged passage: simulated judges (human grade + upward
+shift + Gaussian noise, rounded and clipped to 0..3, seeded) and labeler's lexical judge.
+Two sets of runs: the three ICT runs, which rank all 43 queries (complete runs), and all eleven
+runs scored with ``--complete`` (a query a run lacks counts 0). Prints one Markdown table:
+coverage % (mean width) of each interval.
+
+Usage::
+
+    python benchmarks/bench_coverage.py                    # 2,000 studies per n (~2 min)
+    python benchmarks/bench_coverage.py --studies 500 --n 10 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtri, stdtr, stdtrit
+
+from labeler import io
+from labeler.scoring import results as scoring
+from labeler.statistics.inference import mean_ci
+from labeler.statistics.pairs import holm
+from labeler.statistics.ppi import ppi_mean
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "trec-dl-2019"
+K = 10
+ALPHA = 0.05
+JUDGES = {"simulated +0.5, sd 0.8": (0.5, 0.8), "simulated +1.0, sd 1.2": (1.0, 1.2),
+          "simulated +0.2, sd 0.5": (0.2, 0.5)}
+
+
+# ---------------------------------------------------------------------- data
+
+def load(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """NIST qrels, runs, queries and passages."""
+    human = io.read_qrels(data / "2019qrels-pass.txt")
+    runs = io.read_runs(sorted((data / "runs").glob("*.run")))
+    queries = io.read_queries(data / "msmarco-test2019-queries.tsv")
+    docs = pd.read_json(data / "dl2019_document.jsonl", lines=True, dtype={"docid": str})
+    return human, runs, queries, docs.rename(columns={"docid": "chunk_id", "doc": "chunk"})
+
+
+def simulated_labels(human: pd.DataFrame, shift: float, sd: float, seed: int) -> pd.DataFrame:
+    """Each judged pair graded human + shift + N(0, sd), rounded, clipped to 0..3."""
+    rng = np.random.default_rng(seed)
+    g = human["grade"].to_numpy(dtype=float) + shift + rng.normal(0, sd, len(human))
+    return human.assign(grade=np.clip(np.rint(g), 0, 3).astype(int))
+
+
+def lexical_labels(human: pd.DataFrame, queries: pd.DataFrame, docs: pd.DataFrame
+                   ) -> pd.DataFrame:
+    from labeler.judges.lexical import LexicalJudge
+
+    pairs = human[["query_id", "chunk_id"]].merge(queries, on="query_id").merge(
+        docs, on="chunk_id")
+    return LexicalJudge().grade_frame(pairs)[["query_id", "chunk_id", "grade"]]
+
+
+def ndcg_table(qrels: pd.DataFrame, runs: pd.DataFrame, systems: list[str],
+               queries: list[str]) -> np.ndarray:
+    """(queries × runs) NDCG@10 with --complete; a query without a relevant label counts 0
+    (as labeler's PPI counts it)."""
+    pq = scoring.evaluate(qrels, runs, k=K, complete=True).per_query
+    wide = pq.pivot_table(index="query_id", columns="system", values="ndcg", aggfunc="first")
+    return wide.reindex(index=queries, columns=systems).fillna(0.0).to_numpy(dtype=float)
+
+
+# ---------------------------------------------------------------------- estimators
+
+def _holm_rows(p: np.ndarray) -> np.ndarray:
+    """Holm's adjustment of every row of ``p`` (studies × family)."""
+    m = p.shape[1]
+    order = np.argsort(p, axis=1, kind="stable")
+    ranked = np.take_along_axis(p, order, axis=1) * (m - np.arange(m))
+    adjusted = np.minimum(1.0, np.maximum.accumulate(ranked, axis=1))
+    out = np.empty_like(adjusted)
+    np.put_along_axis(out, order, adjusted, axis=1)
+    return out
+
+
+def ppi_default(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Estimate and se of the default estimator for every study and column:
+    (studies × columns) each; ``y``/``yhat`` (queries × columns), ``picks`` (studies × n)."""
+    big_n, n = y.shape[0], picks.shape[1]
+    d = y[picks] - yhat[picks]                      # studies × n × columns
+    est = yhat.mean(axis=0) + d.mean(axis=1)
+    se = np.sqrt((1 - n / big_n) * d.var(axis=1, ddof=1) / n)
+    return est, se, n - 1
+
+
+def ppi_population(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    big_n, n = y.shape[0], picks.shape[1]
+    m = big_n - n
+    d = y[picks] - yhat[picks]
+    lab_hat = yhat[picks]
+    u_sum = yhat.sum(axis=0) - lab_hat.sum(axis=1)
+    u_sq = (yhat ** 2).sum(axis=0) - (lab_hat ** 2).sum(axis=1)
+    u_mean = u_sum / m
+    u_var = u_sq / m - u_mean ** 2
+    est = u_mean + d.mean(axis=1)
+    se = np.sqrt(np.maximum(u_var, 0) / m + d.var(axis=1) / n)
+    return est, se
+
+
+def ppi_tuned(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray, seed: int
+              ) -> tuple[np.ndarray, np.ndarray, int]:
+    """The cross-fitted estimator; folds as labeler draws them from ``seed`` (positions in
+    the sample, the same permutation for every study)."""
+    big_n, n = y.shape[0], picks.shape[1]
+    order = np.random.default_rng(seed).permutation(n)
+    fold = np.zeros(n, dtype=int)
+    fold[order[n // 2:]] = 1
+    ys, hs = y[picks], yhat[picks]                   # studies × n × columns
+    lam = np.zeros((2, *ys.shape[::2]))
+    for j in (0, 1):
+        o = fold != j
+        yo, ho = ys[:, o], hs[:, o]
+        cov = ((yo - yo.mean(axis=1, keepdims=True)) * (ho - ho.mean(axis=1, keepdims=True))
+               ).sum(axis=1) / (o.sum() - 1)
+        var = ho.var(axis=1, ddof=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lam[j] = np.where(var > 0, np.clip(cov / np.where(var > 0, var, 1), 0, 1), 0)
+    lam_i = lam[fold].transpose(1, 0, 2)              # studies × n × columns
+    resid = ys - lam_i * hs
+    mean_hat = yhat.mean(axis=0)
+    est = np.zeros(lam.shape[1:])
+    for j in (0, 1):
+        o = fold != j
+        share = o.sum() / big_n
+        r = ys - lam[j][:, None, :] * hs
+        est += (lam[j] * mean_hat + share * r[:, o].mean(axis=1)
+                + (1 - share) * r[:, ~o].mean(axis=1)) / 2
+    se = np.sqrt((1 - n / big_n) * resid.var(axis=1, ddof=1) / n)
+    return est, se, n - 1
+
+
+def interval(est: np.ndarray, se: np.ndarray, q: float, lo: float, hi: float
+             ) -> tuple[np.ndarray, np.ndarray]:
+    return np.clip(est - q * se, lo, hi), np.clip(est + q * se, lo, hi)
+
+
+def check_against_labeler(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray,
+                          est: dict[str, np.ndarray], se: dict[str, np.ndarray]) -> None:
+    """The vectorised figures equal labeler's own on the first studies."""
+    for s in range(min(3, len(picks))):
+        lab = np.zeros(y.shape[0], bool)
+        lab[picks[s]] = True
+        for c in range(y.shape[1]):
+            for name, kw in (("default", {}), ("population", {"target": "population"}),
+                             ("tuned", {"tune": True})):
+                # labeler's folds follow the order of the labelled values it is given
+                yy, hh = y[picks[s], c], yhat[picks[s], c]
+                r = ppi_mean(yy, hh, yhat[~lab, c], **kw)  # type: ignore[arg-type]
+                if r.estimate is None:
+                    continue
+                if not (np.isclose(r.estimate, est[name][s, c], atol=1e-9)
+                        and np.isclose(r.se, se[name][s, c], atol=1e-9)):
+                    raise SystemExit(f"{name} differs from labeler's ppi_mean "
+                                     f"({r.estimate}, {r.se} vs {est[name][s, c]}, "
+                                     f"{se[name][s, c]})")
+
+
+# ---------------------------------------------------------------------- one setting
+
+def simulate(y: np.ndarray, yhat: np.ndarray, n: int, studies: int, seed: int
+             ) -> dict[str, str]:
+    """Coverage and width of every interval for one judge, set of runs and n."""
+    rng = np.random.default_rng(seed)
+    big_n, runs = y.shape
+    picks = np.argsort(rng.random((studies, big_n)), axis=1)[:, :n]
+    truth = y.mean(axis=0)
+    out: dict[str, str] = {}
+
+    def cell(lo: np.ndarray, hi: np.ndarray, target: np.ndarray) -> str:
+        cover = ((lo <= target) & (target <= hi)).mean()
+        return f"{100 * cover:.1f}% ({(hi - lo).mean():.3f})"
+
+    est: dict[str, np.ndarray] = {}
+    se: dict[str, np.ndarray] = {}
+    est["default"], se["default"], df = ppi_default(y, yhat, picks)
+    est["population"], se["population"] = ppi_population(y, yhat, picks)
+    est["tuned"], se["tuned"], _ = ppi_tuned(y, yhat, picks, seed=0)
+    check_against_labeler(y, yhat, picks, est, se)
+    t = float(stdtrit(df, 1 - ALPHA / 2))
+    z = float(ndtri(1 - ALPHA / 2))
+    out["run PPI"] = cell(*interval(est["default"], se["default"], t, 0, 1), truth)
+    out["run PPI population"] = cell(*interval(est["population"], se["population"], z, 0, 1),
+                                     truth)
+    out["run PPI tuned"] = cell(*interval(est["tuned"], se["tuned"], t, 0, 1), truth)
+    hy = y[picks]
+    ci = [mean_ci(hy[s, :, c], bounds=(0, 1)) for s in range(studies) for c in range(runs)]
+    lo = np.array([c[0] if c else 0.0 for c in ci]).reshape(studies, runs)
+    hi = np.array([c[1] if c else 1.0 for c in ci]).reshape(studies, runs)
+    out["human-only t"] = cell(lo, hi, truth)
+    out["bias"] = f"{np.abs((est['default'] - truth).mean(axis=0)).max():.4f}"
+    out["bias tuned"] = f"{np.abs((est['tuned'] - truth).mean(axis=0)).max():.4f}"
+    # pairs: every real pair, then a null copy of each run (its values at permuted queries)
+    a, b = map(np.array, zip(*itertools.combinations(range(runs), 2)))
+    perm = np.random.default_rng(seed + 1).permutation(big_n)
+    y2, h2 = np.hstack([y, y[perm]]), np.hstack([yhat, yhat[perm]])
+    na, nb = np.arange(runs), np.arange(runs) + runs
+    fa, fb = np.concatenate([a, na]), np.concatenate([b, nb])
+    dy, dh = y2[:, fa] - y2[:, fb], h2[:, fa] - h2[:, fb]
+    pe, ps, _ = ppi_default(dy, dh, picks)
+    real = len(a)
+    ptruth = dy.mean(axis=0)
+    out["pair PPI"] = cell(*interval(pe[:, :real], ps[:, :real], t, -1, 1), ptruth[:real])
+    tb = float(stdtrit(df, 1 - ALPHA / real / 2))
+    slo, shi = interval(pe[:, :real], ps[:, :real], tb, -1, 1)
+    joint = ((slo <= ptruth[:real]) & (ptruth[:real] <= shi)).all(axis=1).mean()
+    out["pair PPI simultaneous"] = f"{100 * joint:.1f}% ({(shi - slo).mean():.3f})"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(ps > 0, 2 * stdtr(df, -np.abs(pe) / np.where(ps > 0, ps, 1)),
+                     np.where(pe == 0, 1.0, 0.0))
+    adjusted = _holm_rows(p)
+    if not np.allclose(adjusted[0], holm(list(p[0]))):
+        raise SystemExit("Holm differs from labeler's")
+    out["FWER"] = f"{100 * (adjusted[:, real:] < ALPHA).any(axis=1).mean():.1f}%"
+    return out
+
+
+COLUMNS = ["run PPI", "run PPI population", "run PPI tuned", "human-only t", "pair PPI",
+           "pair PPI simultaneous", "FWER", "bias", "bias tuned"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--studies", type=int, default=2000)
+    ap.add_argument("--n", type=int, nargs="+", default=[5, 10, 15, 20])
+    ap.add_argument("--no-lexical", action="store_true", help="simulated judges only")
+    args = ap.parse_args()
+    start = time.perf_counter()
+    human, runs, queries, docs = load(args.data)
+    qids = sorted(set(human["query_id"]))
+    every = sorted(set(runs["system"]))
+    complete = [s for s in every if set(runs.loc[runs["system"] == s, "query_id"]) >= set(qids)]
+    labels = {name: simulated_labels(human, shift, sd, seed=i)
+              for i, (name, (shift, sd)) in enumerate(JUDGES.items())}
+    if not args.no_lexical:
+        labels["lexical judge"] = lexical_labels(human, queries, docs)
+    y_all = ndcg_table(human, runs, every, qids)
+    print(f"TREC DL 2019: {len(qids)} queries, {len(every)} runs ({len(complete)} complete: "
+          f"{', '.join(complete)}); {args.studies:,} studies per n\n")
+    print("| LLM labels | runs | n | " + " | ".join(COLUMNS) + " |")
+    print("| --- | --- | ---: | " + " | ".join("---:" for _ in COLUMNS) + " |")
+    for name, llm in labels.items():
+        yhat_all = ndcg_table(llm, runs, every, qids)
+        for group, systems in (("complete", complete), ("all, --complete", every)):
+            cols = [every.index(s) for s in systems]
+            y, yhat = y_all[:, cols], yhat_all[:, cols]
+            for n in args.n:
+                cells = simulate(y, yhat, n, args.studies, seed=n)
+                print(f"| {name} | {group} ({len(systems)}) | {n} | "
+                      + " | ".join(cells[c] for c in COLUMNS) + " |", flush=True)
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
