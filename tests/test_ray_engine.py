@@ -277,3 +277,32 @@ def test_ray_engine_key_refused_mid_job_records_every_pair(tmp_path: Path,
         assert KEY not in err and KEY not in (tmp_path / "labels.jsonl").read_text()
         assert srv.calls < 2 * n
     assert json.dumps(KEY)[1:-1] not in err
+
+
+@pytest.mark.ray
+def test_ray_engine_sigterm_writes_every_record_and_exits_143(tmp_path: Path,
+                                                              ray_tmp: str) -> None:
+    """SIGTERM (a scheduler's timeout) stops the Ray job as it stops the local one: what came
+    back is kept and cached, every other pair is recorded failed as interrupted, exit 143."""
+    n = 200
+    df = _write_pairs(tmp_path / "pairs.jsonl", n)
+    with FakeLLMServer(latency=0.2, api_key=KEY) as srv:
+        keys = _keys(df, srv.base_url)
+        with _cli(_label_args(srv, tmp_path, "labels.jsonl", "--engine", "ray"),
+                  _env(ray_tmp)) as proc:
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.3)
+                if _cached_rows(tmp_path / "cache", keys):
+                    break
+            assert proc.poll() is None, "finished before the signal"
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 143, err
+    out = pd.read_json(tmp_path / "labels.jsonl", lines=True, dtype={"grade": "Int64"})
+    assert out["chunk_id"].tolist() == df["chunk_id"].tolist()
+    ok = out["status"] == "ok"
+    cached = _cached_rows(tmp_path / "cache", keys)
+    assert 0 < ok.sum() < n and set(out.index[ok]) <= cached
+    assert out.loc[~ok, "error"].str.startswith("interrupted (SIGTERM)").all()
+    assert "interrupted" in err

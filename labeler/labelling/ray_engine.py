@@ -33,7 +33,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -42,6 +42,7 @@ import pandas as pd
 from labeler.errors import ConfigError, EndpointError
 from labeler.judges.base import Verdict
 from labeler.labelling.cache import LabelCache
+from labeler.labelling.flags import with_flags
 from labeler.labelling.job import Job
 from labeler.labelling.limits import RetryPolicy, cost_usd
 from labeler.labelling.result import LabelResult, _check_pairs, _with_extras, run_sync, summarize
@@ -88,6 +89,9 @@ class _BlockJob(Job):
 
     def _todo(self) -> Iterator[int]:
         return iter(self._slots)
+
+    def _catch_signals(self) -> Callable[[], None]:
+        return lambda: None  # the driver handles SIGINT/SIGTERM for the whole job
 
 
 async def _no_preflight() -> None:
@@ -205,7 +209,7 @@ def ray_label(pairs: pd.DataFrame, judge: Any, cfg: JudgeConfig, *,
         job.bar.close()
     if job.stopped is not None and job.stop_exit == 2 and not job.answered:
         raise job.stopped  # refused from the first call: a configuration error
-    records = job.records()
+    records = with_flags(job.records(), df)
     summary = summarize(records, judge, job,
                         cost_usd(judge.model, job.input_tokens, job.output_tokens, prices),
                         start, calls_before)
@@ -248,6 +252,7 @@ def _run_pipeline(job: Job, todo: list[int], cfg: JudgeConfig, policy: Any) -> N
                       "tpm": cfg.tpm / actors if cfg.tpm else None})
         batches = iter(ds.iter_batches(batch_size=None, batch_format="pandas",
                                        prefetch_batches=1))
+        restore = _catch_signals(job)
         try:
             stopped_at: float | None = None
             for out in batches:  # after a stop, the blocks already done are still kept
@@ -255,16 +260,48 @@ def _run_pipeline(job: Job, todo: list[int], cfg: JudgeConfig, policy: Any) -> N
                     stopped_at = time.monotonic()
                 if stopped_at is not None and time.monotonic() - stopped_at > DRAIN_S:
                     break
+        except _Interrupt:
+            pass  # job.interrupt() has recorded why; the blocks not back are not judged
         except Exception as exc:  # the pipeline itself broke: every pair still gets a record
             why = redact(f"{type(exc).__name__}: {exc}", secret.value).splitlines()
             job._stop(EndpointError(f"the Ray pipeline failed ({why[0] if why else ''}); "
                                     "re-run the same command to ask only the pairs missing"),
                       3)
         finally:
+            restore()
             close = getattr(batches, "close", None)
             if close is not None:  # a generator left early: its executor stops now, not
                 with contextlib.suppress(Exception):  # when Ray is already shut down
                     close()
+
+
+class _Interrupt(BaseException):
+    """Raised by the driver's signal handler to leave a wait for the next block."""
+
+
+def _catch_signals(job: Job) -> Callable[[], None]:
+    """While blocks come back (main thread only): SIGINT or SIGTERM stops the job as the local
+    engine's does — what came back is kept, every other pair is recorded ``failed``,
+    interrupted (exit 130 / 143); a second signal stops at once. Returns the restorer."""
+    from labeler.errors import Interrupted
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum: int, frame: Any) -> None:
+        if job.interrupted:
+            raise Interrupted(signum)
+        job.interrupt(signum)
+        raise _Interrupt
+
+    for sig in old:
+        signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
+    return restore
 
 
 def _map(ray: Any, ds: Any, *, local: bool, actors: int, kwargs: dict[str, Any]) -> Any:
@@ -307,6 +344,7 @@ def _apply(job: Job, out: pd.DataFrame, twins: dict[int, list[int]]) -> bool:
             verdict = Verdict(**json.loads(row.verdict))
             job.verdicts[slot] = verdict
             job.answered += 1
+            job.no_usage += not verdict.usage_known
             job._remember(slot, verdict)
             job.bar.advance(tokens=verdict.input_tokens + verdict.output_tokens)
             for twin in twins.get(slot, ()):
@@ -360,7 +398,9 @@ def _ray_session(cfg: JudgeConfig, actors: int) -> Iterator[Any]:
             if address:
                 options["address"] = address
             else:
-                options.update(num_cpus=max(4, actors + 2), include_dashboard=False,
+                # "local": a new Ray for this job, even where `ray start` left one running
+                options.update(address="local", num_cpus=max(4, actors + 2),
+                               include_dashboard=False,
                                object_store_memory=OBJECT_STORE_BYTES,
                                _system_config=_LOCAL_SYSTEM)
             try:
