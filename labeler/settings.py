@@ -24,7 +24,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
 
 from labeler.errors import ConfigError
 
-__all__ = ["JudgeConfig", "Structured", "judge_config"]
+__all__ = ["BootstrapConfig", "JudgeConfig", "Structured", "judge_config"]
 
 Structured = Literal["auto", "json_schema", "json_object", "text"]
 Server = Literal["auto", "openai", "vllm", "llamacpp", "ollama"]
@@ -168,3 +168,19 @@ def judge_config(config: JudgeConfig | None = None, **settings: Any) -> JudgeCon
         name = ".".join(str(p) for p in err["loc"]) or "judge"
         msg = str(err["msg"]).removeprefix("Value error, ")
         raise ConfigError(f"`{name}`: {msg}", setting=name) from None
+
+
+class BootstrapConfig(BaseModel):
+    """The bootstrap of the agreement intervals (``reconcile``, ``judges``, ``compare``, the
+    ``[human]`` section of a ``labeler run`` config): declared once, as :class:`JudgeConfig`.
+
+    Usage: ``BootstrapConfig(bootstrap=2000, bootstrap_unit="pair")``
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bootstrap: int = Field(default=1000, ge=0, description=(
+        "Bootstrap resamples for the agreement's 95% intervals (0: none)."))
+    bootstrap_unit: Literal["query", "pair"] = Field(default="query", description=(
+        "What the bootstrap resamples: whole queries (the pairs of one query are not "
+        "independent), or single pairs (narrower intervals that cover the truth less often)."))

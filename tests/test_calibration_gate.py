@@ -88,7 +88,8 @@ def test_distribution_matching_gives_the_human_grade_distribution() -> None:
     rng = np.random.default_rng(4)
     h = rng.choice(4, size=2000, p=[0.45, 0.28, 0.18, 0.09])
     expected = np.clip(0.8 + 0.5 * h + rng.normal(0, 0.35, len(h)), 0, 3)  # lenient, squeezed
-    frame = pd.DataFrame({"query_id": "q", "chunk_id": [f"c{i}" for i in range(len(h))],
+    frame = pd.DataFrame({"query_id": [f"q{i % 40}" for i in range(len(h))],
+                          "chunk_id": [f"c{i}" for i in range(len(h))],
                           "grade": np.rint(expected).astype(int), "expected_grade": expected,
                           "status": "ok"})
     human = frame[KEYS].assign(grade=h)

@@ -26,9 +26,12 @@ _INLINE = re.compile(r"Usage: ``(.+?)``", re.S)
 
 def _modules() -> Iterator[Any]:
     for info in pkgutil.walk_packages(labeler.__path__, "labeler."):
-        if ".testing.__main__" in info.name or info.name.endswith("__main__"):
+        if info.name.endswith("__main__"):
             continue
-        yield importlib.import_module(info.name)
+        try:
+            yield importlib.import_module(info.name)
+        except ImportError:  # a module of an extra that is not installed (labeler.pyterrier)
+            continue
 
 
 def _docstrings(module: Any) -> Iterator[tuple[str, str]]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import click
 
 from labeler.cli import main
-from labeler.cli.options import InputFormats, echo_result, format_option, read_label_sets, read_side
+from labeler.cli.options import (InputFormats, bootstrap_options, echo_result, format_option,
+                                 read_label_sets, read_side)
 
 
 @main.command("judges")
@@ -30,8 +31,7 @@ from labeler.cli.options import InputFormats, echo_result, format_option, read_l
 @click.option("--grade-map-human", metavar="MAP", help="Map raw human grades, e.g. '-1=0'.")
 @click.option("--grade-map-llm", metavar="MAP", help="Map raw LLM grades, e.g. '5=3'.")
 @format_option("human", "llm", "run")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=200, show_default=True,
-              help="Bootstrap resamples for each judge's 95% CIs (0: none).")
+@bootstrap_options()
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the bootstrap.")
 @click.option("--top", type=click.IntRange(min=0), default=20, show_default=True,
@@ -41,7 +41,7 @@ from labeler.cli.options import InputFormats, echo_result, format_option, read_l
               help="Write report.json, report.md and report.html into DIR.")
 def judges_cmd(human_path: str, llm_specs: tuple[str, ...], run_paths: tuple[str, ...], k: int,
                grade_map_human: str | None, grade_map_llm: str | None,
-               fmt: tuple[str, ...], bootstrap: int,
+               fmt: tuple[str, ...], bootstrap: int, bootstrap_unit: str,
                seed: int, top: int, as_json: bool, report_dir: str | None) -> None:
     """Several judges' labels against the same human labels, ranked by Krippendorff's alpha.
 
@@ -65,7 +65,8 @@ def judges_cmd(human_path: str, llm_specs: tuple[str, ...], run_paths: tuple[str
         sets = read_label_sets(llm_specs, grade_map_llm, formats["llm"])
         runs = io.read_runs(list(run_paths), formats["run"]) if run_paths else None
     board = leaderboard(human=human, llm=sets, runs=runs, k=k, bootstrap=bootstrap, seed=seed,
-                        top=top, progress=None)
+                        unit=bootstrap_unit, top=top,  # type: ignore[arg-type]
+                        progress=None)
     echo_result(board, as_json)
     if report_dir:
         paths = write_judges_report(board, report_dir)

@@ -28,6 +28,7 @@ from annotated_types import Ge, Gt, Le
 __all__ = [
     "FILE",
     "InputFormats",
+    "bootstrap_options",
     "echo_result",
     "flag_of",
     "format_option",
@@ -72,10 +73,13 @@ def _click_type(kind: Any, metadata: Iterable[Any]) -> Any:
     return str
 
 
-def _option(name: str, required: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    from labeler.settings import JudgeConfig
+def _option(name: str, required: bool, model: Any = None
+            ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The click option of one field of ``model`` (default: the judge's settings)."""
+    if model is None:
+        from labeler.settings import JudgeConfig as model
 
-    field = JudgeConfig.model_fields[name]
+    field = model.model_fields[name]
     kind, _ = _bare(field.annotation)
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     meta = extra.get("cli")
@@ -88,6 +92,22 @@ def _option(name: str, required: bool) -> Callable[[Callable[..., Any]], Callabl
     return click.option(*decls, type=_click_type(kind, field.metadata), required=required,
                         default=default, show_default=default is not None,
                         help=field.description, envvar=cli.get("envvar"))
+
+
+def bootstrap_options(*, include: Iterable[str] | None = None
+                      ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding ``--bootstrap`` and ``--bootstrap-unit`` (or the ``include``d ones)
+    of the agreement intervals, declared once in :class:`~labeler.settings.BootstrapConfig`."""
+    from labeler.settings import BootstrapConfig
+
+    names = list(include or BootstrapConfig.model_fields)
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed(names):
+            fn = _option(name, required=False, model=BootstrapConfig)(fn)
+        return fn
+
+    return decorate
 
 
 def judge_options(*, include: Iterable[str] | None = None, exclude: Iterable[str] = (),

@@ -17,7 +17,7 @@ import click
 
 from labeler.errors import ConfigError
 from labeler.cli import main
-from labeler.cli.options import InputFormats, format_option, read_side
+from labeler.cli.options import InputFormats, bootstrap_options, format_option, read_side
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
@@ -59,10 +59,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
 @format_option("llm", "human", "pairs", "queries", "corpus")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for the bootstrap and the calibration folds.")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Bootstrap resamples for the 95% CIs (0: none).")
-@click.option("--bootstrap-unit", type=click.Choice(["pair", "query"]), default="pair",
-              show_default=True, help="Resample pairs, or whole queries.")
+@bootstrap_options()
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path | None,
                       qrels_out: Path | None, do_calibrate: bool, method: str, folds: int,

@@ -27,7 +27,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_mode
 from labeler.errors import ConfigError
 from labeler.labelling.limits import Price
 from labeler.redact import redact_data
-from labeler.settings import JudgeConfig
+from labeler.settings import BootstrapConfig, JudgeConfig
 from labeler.statistics.options import StatsOptions, option_specs
 
 if sys.version_info >= (3, 11):
@@ -88,8 +88,11 @@ class InputsConfig(_Section):
         return self
 
 
-class HumanConfig(_Section):
-    """An optional human sample: agreement, merged labels, human-vs-LLM comparison."""
+class HumanConfig(BootstrapConfig, _Section):
+    """An optional human sample: agreement, merged labels, human-vs-LLM comparison.
+
+    ``bootstrap`` and ``bootstrap_unit`` (the agreement intervals) are declared once in
+    :class:`~labeler.settings.BootstrapConfig`, as the CLI's flags are."""
 
     qrels: Path
     format: Literal["csv", "jsonl", "parquet", "trec"] | None = Field(
@@ -97,10 +100,6 @@ class HumanConfig(_Section):
     calibrate: bool = False
     calibration_method: Literal["thresholds", "distribution", "ordinal", "isotonic"] = (
         "thresholds")
-    bootstrap: int = Field(default=1000, ge=0,
-                           description="resamples for the agreement CIs (0: none)")
-    bootstrap_unit: Literal["pair", "query"] = Field(
-        default="pair", description="resample pairs, or whole queries (wider, more honest)")
     grade_map: dict[str, int] | None = Field(
         default=None, description='map raw human grades, e.g. {"-1" = 0, "4" = 3}')
 

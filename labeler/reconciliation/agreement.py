@@ -1,6 +1,7 @@
 """How far LLM labels agree with human labels: the statistics, on the pairs both judged.
 
-Every statistic comes from a maintained library (scikit-learn, krippendorff, scipy);
+Every statistic comes from a maintained library (scikit-learn, krippendorff, scipy; the
+bootstrap intervals compute the same formulas on tables of grade counts, checked against them);
 undefined values (e.g. kappa when every grade is the same) are ``None``. Label sets are
 taken by keyword only (``llm=``, ``human=``), so they cannot be swapped by position.
 
@@ -28,6 +29,7 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_score
 from labeler import fmt, io
 from labeler.errors import ConfigError, InputError
 from labeler.io import PairsLike
+from labeler.statistics import bootstrap as boot
 from labeler.schema import GRADES, KEYS as _KEYS, STATUS, STATUS_OK
 
 LabelsLike: TypeAlias = str | os.PathLike[str] | pd.DataFrame
@@ -212,37 +214,38 @@ def _per_query(both: pd.DataFrame) -> dict[str, dict[str, float | int | None]]:
     return out
 
 
-_CI_STATS = ("cohen_kappa", "cohen_kappa_quadratic", "krippendorff_alpha_ordinal")
+Unit = Literal["query", "pair"]
+UNITS: tuple[str, ...] = ("query", "pair")
+DEFAULT_UNIT: Unit = "query"
+"""Bootstrap unit: whole queries (the pairs of one query are not independent) or pairs."""
 
 
 def bootstrap_ci(both: pd.DataFrame, n_resamples: int, seed: int,
-                 unit: Literal["pair", "query"] = "pair", level: float = 0.95
-                 ) -> dict[str, Any]:
-    """Percentile bootstrap CIs of kappa (unweighted, quadratic) and ordinal alpha.
+                 unit: Unit = DEFAULT_UNIT, level: float = 0.95) -> dict[str, Any]:
+    """Percentile bootstrap CIs of exact agreement, kappa (unweighted, linear, quadratic) and
+    ordinal alpha.
 
-    ``unit="query"`` resamples whole queries (pairs of one query are not independent).
+    ``unit="query"`` (cluster bootstrap) draws as many queries as there are, with
+    replacement, and keeps all pairs of each drawn query; ``unit="pair"`` draws pairs. Each
+    replicate is a 4×4 table of grade counts (:mod:`labeler.statistics.bootstrap`).
+
+    Usage: ``bootstrap_ci(joined(llm=l, human=h)[0], 1000, seed=0)["cohen_kappa"]``
     """
+    if unit not in UNITS:
+        raise ConfigError(f"unknown bootstrap unit {unit!r} (use {' or '.join(UNITS)})",
+                          setting="bootstrap_unit")
     h, ll = both["human"].to_numpy(), both["llm"].to_numpy()
-    rng = np.random.default_rng(seed)
-    groups = (list(both.groupby("query_id", sort=True).indices.values())
-              if unit == "query" else None)
-    draws: dict[str, list[float]] = {k: [] for k in _CI_STATS}
-    for _ in range(n_resamples):
-        if groups is None:
-            idx = rng.integers(0, len(h), len(h))
-        else:
-            idx = np.concatenate([groups[i] for i in rng.integers(0, len(groups), len(groups))])
-        hh, lr = h[idx], ll[idx]
-        for name, value in zip(_CI_STATS, (kappa(hh, lr), kappa(hh, lr, "quadratic"),
-                                           alpha(hh, lr))):
-            if value is not None:
-                draws[name].append(value)
-    tail = (1 - level) / 2 * 100
+    if unit == "query":
+        codes, _ = pd.factorize(both["query_id"], sort=True)
+        per_query = boot.query_tables(h, ll, codes)
+        counts = boot.query_resample_counts(len(per_query), n_resamples, seed)
+        tables = np.einsum("bq,qij->bij", counts, per_query)
+    else:
+        tables = boot.pair_resample_tables(h, ll, n_resamples, seed)
     out: dict[str, Any] = {"level": level, "method": "percentile bootstrap",
                            "n_resamples": n_resamples, "seed": seed, "unit": unit}
-    for name, values in draws.items():
-        out[name] = ([float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))]
-                     if values else None)
+    for name, values in boot.statistics(tables).items():
+        out[name] = boot.percentile_interval(values, level)
     return out
 
 
@@ -273,6 +276,8 @@ class AgreementReport(BaseModel):
     n_only_human: int
     per_query: dict[str, dict[str, float | int | None]]
     ci: dict[str, Any] | None
+    bootstrap_unit: Unit | None = None
+    """What the intervals resample: ``query`` (whole queries) or ``pair``; None without."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (undefined statistics are ``None``)."""
@@ -289,16 +294,20 @@ class AgreementReport(BaseModel):
 
 
 def agreement(*, llm: LabelsLike, human: QrelsLike, bootstrap: int = 1000, seed: int = 0,
-              unit: Literal["pair", "query"] = "pair") -> AgreementReport:
+              unit: Unit = DEFAULT_UNIT) -> AgreementReport:
     """Agreement of LLM labels with human labels on the pairs both judged.
 
     Failed LLM labels are left out and counted (``n_llm_failed``). ``bootstrap`` resamples
-    (0 for none) give 95% CIs with the explicit ``seed``.
+    (0 for none) of whole queries (``unit="query"``, the default) or of pairs
+    (``unit="pair"``) give 95% CIs with the explicit ``seed``.
 
     Usage: ``agreement(llm="labels.jsonl", human="human.qrels").cohen_kappa_quadratic``
     """
     if bootstrap < 0:
-        raise ConfigError(f"bootstrap must be >= 0, got {bootstrap}")
+        raise ConfigError(f"bootstrap must be >= 0, got {bootstrap}", setting="bootstrap")
+    if unit not in UNITS:
+        raise ConfigError(f"unknown bootstrap unit {unit!r} (use {' or '.join(UNITS)})",
+                          setting="bootstrap_unit")
     both, counts = joined(llm=llm, human=human)
     h, ll = both["human"].to_numpy(), both["llm"].to_numpy()
     spearman = _quiet(lambda: stats.spearmanr(h, ll).statistic)
@@ -309,6 +318,7 @@ def agreement(*, llm: LabelsLike, human: QrelsLike, bootstrap: int = 1000, seed:
                       "llm": np.bincount(ll, minlength=4).tolist()},
         **counts, per_query=_per_query(both),
         ci=bootstrap_ci(both, bootstrap, seed, unit) if bootstrap else None,
+        bootstrap_unit=unit if bootstrap else None,
     )
 
 
@@ -325,9 +335,9 @@ def render_text(r: AgreementReport) -> str:
     lines = [
         f"pairs judged by both: {r.n}  (LLM labels {r.n_llm}, {r.n_llm_failed} failed; "
         f"human {r.n_human}; LLM only {r.n_only_llm}; human only {r.n_only_human})",
-        f"exact agreement          {fmt.num(r.exact_agreement)}",
+        f"exact agreement          {with_ci('exact_agreement')}",
         f"Cohen's kappa            {with_ci('cohen_kappa')}",
-        f"  linear weighted        {fmt.num(r.cohen_kappa_linear)}",
+        f"  linear weighted        {with_ci('cohen_kappa_linear')}",
         f"  quadratic weighted     {with_ci('cohen_kappa_quadratic')}",
         f"Krippendorff alpha (ord) {with_ci('krippendorff_alpha_ordinal')}",
         f"binary (grade >= {RELEVANT})      agreement {fmt.num(r.binary_agreement)}, precision "
@@ -337,7 +347,8 @@ def render_text(r: AgreementReport) -> str:
         f"(LLM - human: {lean})",
     ]
     if ci:
-        lines.append(f"(95% CIs: {ci['n_resamples']} {ci['unit']} bootstrap resamples, "
+        what = "whole queries" if ci["unit"] == "query" else "pairs"
+        lines.append(f"(95% CIs: {ci['n_resamples']} bootstrap resamples of {what}, "
                      f"seed {ci['seed']})")
     lines.append("confusion matrix (rows human, columns LLM):")
     lines.append("         " + "".join(f"{'LLM ' + str(g):>8}" for g in GRADES))

@@ -16,8 +16,9 @@ Methods (the first two keep the spread of grades: they cut the scale, they do no
 - ``"isotonic"``: scikit-learn's isotonic regression of the human grade on the feature,
   rounded (it tends to pull grades toward the mean; the gate keeps it from hurting).
 
-The report's ``before``/``after`` figures are computed on k-fold held-out predictions: each
-human label is predicted by a mapping fitted on the other folds, never on itself. The saved
+The report's ``before``/``after`` figures are computed on k-fold held-out predictions whose
+folds hold out whole queries (scikit-learn's ``GroupKFold`` by query): each human label is
+predicted by a mapping fitted on other queries, never on a pair of its own query. The saved
 mapping (fitted on every human label) is plain JSON, reusable on the next night's labels.
 
 Usage::
@@ -39,7 +40,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from sklearn.isotonic import IsotonicRegression
-from sklearn.model_selection import KFold
+from sklearn.model_selection import GroupKFold
 
 from labeler import fmt, io
 from labeler.reconciliation.agreement import (LabelsLike, QrelsLike, alpha, core_metrics, joined,
@@ -290,9 +291,12 @@ def calibrate(*, llm: LabelsLike, human: QrelsLike, folds: int = 5, seed: int = 
     usable = x_all.notna().to_numpy()
     x, h, raw = (x_all.to_numpy()[usable].astype(float), both["human"].to_numpy()[usable],
                  both["llm"].to_numpy()[usable])
-    if not 2 <= folds <= len(h):
-        raise ConfigError(f"folds must be between 2 and the {len(h)} pairs judged by both, "
-                          f"got {folds}")
+    groups = both["query_id"].astype(str).to_numpy()[usable]
+    n_queries = len(np.unique(groups))
+    if not 2 <= folds <= n_queries:
+        raise ConfigError(f"folds must be between 2 and the {n_queries} queries judged by both "
+                          f"(the calibration is judged on whole held-out queries), got {folds}",
+                          setting="folds")
     fit = _FITTERS[method]
 
     def model(xs: np.ndarray, hs: np.ndarray) -> Calibration:
@@ -301,7 +305,7 @@ def calibrate(*, llm: LabelsLike, human: QrelsLike, folds: int = 5, seed: int = 
     held_out = np.empty(len(h), dtype=int)
     fold_maps = []
     fold_alpha = []
-    for train, test in KFold(n_splits=folds, shuffle=True, random_state=seed).split(x):
+    for train, test in query_folds(groups, folds, seed):
         m = model(x[train], h[train])
         held_out[test] = m.predict(x[test])
         fold_maps.append(m.mapping if method == "ordinal" else None)
@@ -313,14 +317,27 @@ def calibrate(*, llm: LabelsLike, human: QrelsLike, folds: int = 5, seed: int = 
     final = model(x, h).model_copy(update={"applied": applied})
     report = {"applied": applied, "reason": reason, "fold_alpha": fold_alpha,
         "method": method, "feature": feature, "folds": folds, "seed": seed, "n": len(h),
-        "evaluation": "k-fold held out: every human label is predicted by a mapping fitted "
-                      "on the other folds",
+        "n_queries": n_queries, "held_out": "query",
+        "evaluation": "k-fold held out by query: every human label is predicted by a "
+                      "mapping fitted on other queries, never on a pair of its own query",
         "mapping": final.mapping if method == "ordinal" else _grade_table(final),
         "cuts": final.cuts,
         "fold_mappings": fold_maps if method == "ordinal" else None,
         "before": before, "after": after,
     }
     return final.model_copy(update={"report": report})
+
+
+def query_folds(groups: np.ndarray, folds: int, seed: int
+                ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (fit, test) index arrays of k-fold cross-validation that holds out whole queries:
+    scikit-learn's ``GroupKFold`` (shuffled with ``seed``) with the query ids as groups, so a
+    query's pairs are all in the fit or all in the test of a fold.
+
+    Usage: ``for fit, test in query_folds(query_ids, 5, seed=0): ...``
+    """
+    splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+    return list(splitter.split(np.zeros(len(groups)), groups=np.asarray(groups)))
 
 
 def _gate(raw: float | None, calibrated: float | None,

@@ -31,6 +31,7 @@ from scipy import stats as sps
 from labeler import fmt, io
 
 from labeler.scoring import results as scoring
+from labeler.statistics.ranking import ranking_block
 from labeler.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -161,6 +162,9 @@ class Comparison:
             "runs": runs,
             "kendall_tau": self.kendall_tau,
             "spearman_rho": self.spearman_rho,
+            "ranking": ranking_block(
+                self.runs, self.per_query, n_resamples=sig.options.bootstrap, seed=sig.options.seed,
+                ppi={s: (r.get("ppi") or {}).get("estimate") for s, r in runs.items()}),
             "pairs": sig.pairs_to_dicts(),
             "verdicts": sig.counts,
             "headline": self.headline,

@@ -30,8 +30,8 @@ import pandas as pd
 from labeler import fmt, io
 from labeler.errors import ConfigError, InputError
 from labeler.schema import STATUS, STATUS_OK
-from labeler.reconciliation.agreement import (KEYS, AgreementReport, LabelsLike, QrelsLike,
-                                              agreement, read_human, read_llm)
+from labeler.reconciliation.agreement import (DEFAULT_UNIT, KEYS, AgreementReport, LabelsLike,
+                                              QrelsLike, Unit, agreement, read_human, read_llm)
 
 if TYPE_CHECKING:
     from labeler.report.progress import Progress
@@ -64,6 +64,8 @@ class Leaderboard:
     kendall_tau: dict[str, float | None]
     disagreements: pd.DataFrame
     k: int | None = None
+    bootstrap_unit: str | None = None
+    """What the judges' intervals resample (``query`` or ``pair``); None without intervals."""
 
     @property
     def order(self) -> list[str]:
@@ -92,7 +94,8 @@ class Leaderboard:
                      "spread": int(d["spread"]), "mean_gap": float(d["mean_gap"])}
                     for d in self.disagreements.to_dict(orient="records")]
         return {"n": self.n, "judges": judges, "k": self.k,
-                "ranked_by": "krippendorff_alpha_ordinal", "disagreements": disputed}
+                "ranked_by": "krippendorff_alpha_ordinal", "bootstrap_unit": self.bootstrap_unit,
+                "disagreements": disputed}
 
     def _repr_html_(self) -> str:
         from labeler.report.notebook import table
@@ -175,14 +178,14 @@ def common_pairs(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame]) -> pd.Da
 
 
 def leaderboard(*, human: QrelsLike, llm: JudgesLike, runs: Any = None, k: int = 10,
-                bootstrap: int = 0, seed: int = 0, top: int = 20,
+                bootstrap: int = 0, seed: int = 0, unit: Unit = DEFAULT_UNIT, top: int = 20,
                 grade_map: io.GradeMap = None, progress: bool | None = False) -> Leaderboard:
     """Agreement of several label sets with the same human labels, best alpha first.
 
     ``llm``: ``{name: labels}`` or a list of paths (``NAME=PATH`` names one). ``runs`` (any
     form :func:`labeler.reconciliation.comparison.compare` takes) adds each judge's Kendall's tau.
-    ``bootstrap``
-    resamples give CIs (0: none). ``grade_map`` maps raw LLM grades (e.g. ``{"5": 3}``).
+    ``bootstrap`` resamples of whole queries (``unit="query"``) or of pairs (``unit="pair"``)
+    give CIs (0: none). ``grade_map`` maps raw LLM grades (e.g. ``{"5": 3}``).
     ``progress``: None shows it where it can (a bar, a notebook line, log lines).
 
     Usage::
@@ -200,7 +203,8 @@ def leaderboard(*, human: QrelsLike, llm: JudgesLike, runs: Any = None, k: int =
     shown = Progress("judges", len(sets) * (2 if runs is not None else 1), enabled=progress)
     reports = {}
     for name, df in sets.items():
-        reports[name] = agreement(llm=df, human=human_common, bootstrap=bootstrap, seed=seed)
+        reports[name] = agreement(llm=df, human=human_common, bootstrap=bootstrap, seed=seed,
+                                  unit=unit)
         shown.advance(1, name)
     taus = (_taus(human_common, sets, common, runs, k, shown) if runs is not None
             else dict.fromkeys(sets))
@@ -209,7 +213,8 @@ def leaderboard(*, human: QrelsLike, llm: JudgesLike, runs: Any = None, k: int =
     return Leaderboard(n=len(common), judges={name: reports[name] for name in ranked},
                        kendall_tau={name: taus[name] for name in ranked},
                        disagreements=_disputed(human_common, sets, ranked, top),
-                       k=k if runs is not None else None)
+                       k=k if runs is not None else None,
+                       bootstrap_unit=unit if bootstrap else None)
 
 
 def _rank_key(rep: AgreementReport, name: str) -> tuple[float, str]:

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from labeler import fmt
-from labeler.reconciliation.agreement import (KEYS, AgreementReport, LabelsLike, PairsLike,
-                                              QrelsLike, add_texts, agreement, joined, read_human,
-                                              read_llm)
+from labeler.reconciliation.agreement import (DEFAULT_UNIT, KEYS, AgreementReport, LabelsLike,
+                                              PairsLike, QrelsLike, Unit, add_texts, agreement,
+                                              joined, read_human, read_llm)
 from labeler.errors import ConfigError
 from labeler.io.convert import QrelsExport
 from labeler.io import PathLike
@@ -169,7 +169,7 @@ class Reconciliation(QrelsExport):
 def reconcile(*, llm: LabelsLike, human: QrelsLike,
               calibrate: bool | Method = False,
               calibration: Calibration | None = None, folds: int = 5, bootstrap: int = 1000,
-              seed: int = 0, unit: Literal["pair", "query"] = "pair", audit: bool = True,
+              seed: int = 0, unit: Unit = DEFAULT_UNIT, audit: bool = True,
               min_gap: int = 2, pairs: PairsLike | None = None) -> Reconciliation:
     """Agreement of ``llm`` with ``human`` labels, an optional calibration (fitted with
     ``calibrate=True`` or a method name and judged on k-fold held-out labels, or a saved

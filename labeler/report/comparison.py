@@ -160,7 +160,8 @@ def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
              judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None
              ) -> dict[str, Any]:
     from labeler.report.text import (
-        VERDICT_WORDS, by_human_rank, ppi_words, scope_line, swap_significance, test_words,
+        VERDICT_WORDS, by_human_rank, ppi_words, ranking_lines, scope_line, swap_significance,
+        test_words,
     )
 
     per_query = c.per_query
@@ -183,6 +184,7 @@ def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
         "ppi_words": ppi_words(sig) if sig.options.ppi else "",
         "planning": sig.planning_line(), "stat_notes": list(sig.notes),
         "tau": c.kendall_tau, "rho": c.spearman_rho, "n_runs": len(c.runs),
+        "ranking_lines": ranking_lines(c.to_dict()["ranking"]),
         "order_human": c.order_human, "order_llm": c.order_llm,
         "swaps": c.swaps, "n_pairs": c.n_pairs, "swap_note": swap_significance(c),
         "ideal": c.ideal_summary(), "ideal_rows": c.ideal.to_dict("records"),

@@ -39,7 +39,19 @@ def _context(board: Leaderboard, title: str) -> dict[str, Any]:
             "tau": board.kendall_tau.get(name), "matrix": rep.confusion_matrix})
     return {"title": title, "n": board.n, "n_judges": len(judges), "judges": judges,
             "has_tau": any(v is not None for v in board.kendall_tau.values()),
-            "k": board.k, "disputed": board.to_dict()["disagreements"]}
+            "k": board.k, "disputed": board.to_dict()["disagreements"],
+            "ci_note": _ci_note(board)}
+
+
+def _ci_note(board: Leaderboard) -> str | None:
+    """What the intervals are: ``95% CI: percentile bootstrap, 1000 resamples of whole
+    queries`` (None without intervals)."""
+    ci = next((rep.ci for rep in board.judges.values() if rep.ci), None)
+    if not ci:
+        return None
+    unit = "whole queries" if ci.get("unit") == "query" else "pairs"
+    return (f"{float(ci.get('level', 0.95)):.0%} CI: {ci.get('method', 'bootstrap')}, "
+            f"{ci.get('n_resamples')} resamples of {unit}")
 
 
 def _env(autoescape: bool) -> Any:

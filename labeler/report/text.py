@@ -9,6 +9,7 @@ Usage::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from labeler import fmt
@@ -51,6 +52,7 @@ def render_text(comparison: Comparison) -> str:
     else:
         lines.append(f"Kendall's tau {fmt.num(c.kendall_tau)}, Spearman's rho "
                      f"{fmt.num(c.spearman_rho)} between the two orders of the runs")
+    lines += [plain(line) for line in ranking_lines(c.to_dict()["ranking"])]
     swaps = ", ".join(f"{plain(s.human_first)} ↔ {plain(s.llm_first)}" for s in c.swaps)
     lines.append(f"{len(c.swaps)} of {c.n_pairs} run pairs swap places"
                  + (f": {swaps}" if swaps else "")
@@ -202,3 +204,30 @@ def _ppi_lines(c: Comparison) -> list[str]:
 
 
 _rank = fmt.count
+
+
+def ranking_lines(ranking: Mapping[str, Any]) -> list[str]:
+    """The comparison's ``ranking`` block (plain data) in two or three sentences: the winner
+    under each label set and how surely it stays first, then τ_AP and the top-k overlaps.
+
+    Usage: ``ranking_lines(comparison.to_dict()["ranking"])``
+    """
+    w = ranking.get("winner") or {}
+    if not w.get("human") and not w.get("ppi"):
+        return ["Top of the ranking: n/a (no run scored under both label sets)"]
+    best = [f"human labels {w.get('human')}", f"LLM labels {w.get('llm')}"]
+    if w.get("ppi"):
+        best.append(f"PPI {w['ppi']}")
+    lines = [f"Best run: {', '.join(best)}."]
+    if w.get("confidence") is not None:
+        who = w.get("ppi") or w.get("human")
+        lines.append(f"{who} stays first in {fmt.share(w['confidence'])} of "
+                     f"{fmt.count(ranking.get('bootstrap'))} resamples of whole queries"
+                     f"{' (PPI estimates)' if w.get('ppi') else ' (human labels)'}.")
+    overlap = ranking.get("top_k_overlap") or {}
+    tops = ", ".join(f"top {k} {fmt.share(v)}" for k, v in overlap.items() if v is not None)
+    lines.append(f"LLM order against the human order: AP correlation "
+                 f"{fmt.num(ranking.get('tau_ap'))} (errors at the top weigh more), Kendall's tau "
+                 f"{fmt.num(ranking.get('kendall_tau'))}"
+                 + (f"; shared runs in the {tops}" if tops else "") + ".")
+    return lines

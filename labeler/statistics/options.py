@@ -44,7 +44,11 @@ class StatsOptions:
                 "fewer)."})
     seed: int = field(default=0, metadata={
         "ge": 0, "help": "Random seed of the randomization test (and of the halves of "
-                         "--ppi-tune)."})
+                         "--ppi-tune; and of the ranking's query resamples)."})
+    bootstrap: int = field(default=1000, metadata={
+        "ge": 0,
+        "help": "Resamples of whole queries for how often the best run stays first (0: "
+                "none)."})
     ppi: bool = field(default=False, metadata={
         "help": "Prediction-powered NDCG: the human labels cover a random sample of whole "
                 "queries (`labeler sample --unit query`), the LLM labels every query; each "
