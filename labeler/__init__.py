@@ -32,6 +32,7 @@ from labeler.errors import ConfigError, EndpointError, InputError, JudgeError, L
 if TYPE_CHECKING:
     from labeler.reconciliation.agreement import AgreementReport
     from labeler.reconciliation.comparison import Comparison, compare
+    from labeler.reconciliation.plan import Plan, plan
     from labeler.io import (read_corpus, read_labels, read_pairs, read_qrels, read_queries,
                             read_run, read_runs)
     from labeler.labelling.result import LabelResult
@@ -50,6 +51,7 @@ _LAZY: dict[str, str] = {
     "AgreementReport": "reconciliation.agreement",
     "score": "scoring.results", "ScoreResult": "scoring.results",
     "compare": "reconciliation.comparison", "Comparison": "reconciliation.comparison",
+    "plan": "reconciliation.plan", "Plan": "reconciliation.plan",
     "JudgeConfig": "settings",
     "StatsOptions": "statistics.options", "Significance": "statistics.verdicts",
     **{name: "io" for name in ("read_pairs", "read_queries", "read_corpus", "read_qrels",
@@ -57,9 +59,9 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = ["AgreementReport", "Comparison", "ConfigError", "EndpointError", "InputError",
-           "JudgeConfig", "JudgeError", "LabelResult", "LabelerError", "Reconciliation",
+           "JudgeConfig", "JudgeError", "LabelResult", "LabelerError", "Plan", "Reconciliation",
            "ScoreResult", "Significance", "StatsOptions", "__version__", "compare", "label",
-           "pool", "read_corpus", "read_labels", "read_pairs", "read_qrels", "read_queries",
+           "plan", "pool", "read_corpus", "read_labels", "read_pairs", "read_qrels", "read_queries",
            "read_run", "read_runs", "reconcile", "score"]
 
 

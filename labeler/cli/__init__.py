@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "blend_cmd",
     "probe_cmd",
     "cache_cmd",
+    "plan_cmd",
 )
 
 

@@ -167,16 +167,25 @@ def _counts_text(merged: dict[str, Any]) -> str:
 
 
 @main.command("sample")
-@click.option("--labels", "labels_path", type=_FILE, required=True,
-              help="LLM label records (or qrels) to sample from.")
+@click.option("--labels", "labels_path", type=_FILE,
+              help="LLM label records (or qrels) to sample from (with --more: the ones the "
+                   "design names, unless given).")
 @click.option("--n", "n", type=click.IntRange(min=1), default=200, show_default=True,
               help="How many pairs to propose (with --unit query: how many queries).")
 @click.option("--unit", type=click.Choice(["pair", "query"]), default="pair", show_default=True,
               help="pair: a sample stratified by LLM grade and query (for agreement and "
                    "calibration). query: whole queries drawn uniformly at random, every "
                    "pooled pair of each (for `labeler compare --ppi`).")
-@click.option("--out", type=_FILE, required=True, help="The sheet to annotate (CSV/JSONL/"
-              "Parquet): query_id, query, chunk_id, chunk and an empty grade column.")
+@click.option("--out", type=_FILE, help="The sheet to annotate (CSV/JSONL/Parquet): query_id, "
+              "query, chunk_id, chunk and an empty grade column. With --unit query, "
+              "design.json (the random order, to draw more) goes next to it. With --more the "
+              "default is the first sheet's name numbered, e.g. to_annotate-2.csv.")
+@click.option("--more", "more", type=click.IntRange(min=1),
+              help="Draw this many more queries of the same random order as an earlier "
+                   "--unit query sample (given with --from): all of them together stay a "
+                   "simple random sample, none drawn twice.")
+@click.option("--from", "from_path", type=_FILE,
+              help="With --more: the earlier sheet, or its design.json.")
 @click.option("--human", "human_path", type=_FILE,
               help="Human qrels (a file or irds:<id>): pairs already labelled are skipped.")
 @click.option("--pairs", "pairs_path", type=_FILE, help="Pairs file for the query/chunk texts.")
@@ -192,16 +201,27 @@ def _counts_text(merged: dict[str, Any]) -> str:
 @click.option("--show-llm-grade", is_flag=True,
               help="Include the LLM's grade in the sheet (hidden by default: it anchors "
                    "annotators).")
-def sample_command(labels_path: Path, n: int, unit: str, out: Path, human_path: Path | None,
-                   pairs_path: Path | None, queries_path: Path | None,
-                   corpus_path: Path | None, fmt: tuple[str, ...], seed: int, by: str,
-                   show_llm_grade: bool) -> None:
+@click.pass_context
+def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: str,
+                   out: Path | None, more: int | None, from_path: Path | None,
+                   human_path: Path | None, pairs_path: Path | None,
+                   queries_path: Path | None, corpus_path: Path | None,
+                   fmt: tuple[str, ...], seed: int, by: str, show_llm_grade: bool) -> None:
     """Which pairs a human should label next (stratified by LLM grade and query, or whole
-    random queries)."""
+    random queries; --more draws more of the same random queries)."""
+    if more is not None or from_path is not None:
+        from labeler.cli.sample_more import sample_more
+
+        sample_more(ctx, more, from_path, labels_path, out, human_path,
+                    {"pairs": pairs_path, "queries": queries_path, "corpus": corpus_path},
+                    fmt, show_llm_grade)
+        return
+    if labels_path is None or out is None:
+        raise ConfigError("give --labels and --out (or --more with --from to extend a sample)")
     from labeler import io
     from labeler.reconciliation.agreement import read_human, read_llm
     from labeler.io.guard import check_outputs
-    from labeler.reconciliation.sample import annotation_sheet, propose_sample, sample_queries
+    from labeler.reconciliation.sample import annotation_sheet, propose_sample
 
     check_outputs({"--labels": labels_path, "--human": human_path, "--pairs": pairs_path,
                    "--queries": queries_path, "--corpus": corpus_path}, {"--out": out})
@@ -213,11 +233,22 @@ def sample_command(labels_path: Path, n: int, unit: str, out: Path, human_path: 
         done = (read_human(human_path, fmt=formats["human"])
                 if human_path is not None else None)
     if unit == "query":
-        drawn = sample_queries(labels, n=n, seed=seed, exclude=done, pairs=texts)
+        from labeler.reconciliation.design import (DESIGN_FILE, Draw, draw_queries,
+                                                   write_design)
+
+        design_file = out.parent / DESIGN_FILE
+        check_outputs({"--labels": labels_path}, {"--out": out, "design": design_file})
+        got = draw_queries(labels, n=n, seed=seed, exclude=done, pairs=texts,
+                           labels_path=_relative(labels_path, out.parent))
+        drawn = got.pairs
         _warn_ids_only(drawn)
         io.write_table(annotation_sheet(drawn, show_llm_grade), out)
+        design = got.design.model_copy(update={"draws": [Draw(n=n, sheet=out.name)]})
+        write_design(design, design_file)
         click.echo(f"{len(drawn)} pairs of {drawn['query_id'].nunique()} randomly drawn "
                    f"queries to label -> {out}")
+        click.echo(f"the random order ({len(design.permutation)} queries, {design.left} left "
+                   f"to draw with --more) -> {design_file}")
         return
     picked = propose_sample(labels, n=n, seed=seed, exclude=done,
                             by=[c.strip() for c in by.split(",") if c.strip()],
@@ -228,3 +259,15 @@ def sample_command(labels_path: Path, n: int, unit: str, out: Path, human_path: 
     spread = ", ".join(f"{int(g)}: {int(c)}" for g, c in per_grade.items())
     click.echo(f"{len(picked)} pairs from {picked['query_id'].nunique()} queries to label "
                f"-> {out}  (by LLM grade {spread})")
+
+
+def _relative(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when it is near (a design stays valid when its folder
+    moves with its inputs), else absolute."""
+    import os
+
+    try:
+        rel = os.path.relpath(path.resolve(), base.resolve())
+    except ValueError:  # another drive
+        return str(path.resolve())
+    return rel if Path(rel).parts[:3].count("..") < 3 else str(path.resolve())

@@ -24,9 +24,11 @@ _NAMES = {
     "compare": "comparison",
     "Comparison": "comparison",
     "sample_queries": "sample",
+    "plan": "plan",
+    "Plan": "plan",
     "propose_sample": "sample",
 }
-__all__ = ["AgreementReport", "Calibration", "Comparison", "Leaderboard", "Reconciliation",
-           "agreement", "blend", "calibrate", "compare", "leaderboard", "propose_sample",
-           "reconcile", "sample_queries"]
+__all__ = ["AgreementReport", "Calibration", "Comparison", "Leaderboard", "Plan",
+           "Reconciliation", "agreement", "blend", "calibrate", "compare", "leaderboard", "plan",
+           "propose_sample", "reconcile", "sample_queries"]
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

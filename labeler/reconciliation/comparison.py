@@ -103,6 +103,9 @@ class Comparison:
     significance: Significance
     measure: str | None = None
     complete: bool = False
+    advice: tuple[dict[str, Any], ...] = ()
+    """Per unresolved pair: how many labelled queries would likely resolve it
+    (:func:`labeler.reconciliation.plan.resolve_advice`)."""
 
     # ------------------------------------------------------------------ views
 
@@ -170,7 +173,8 @@ class Comparison:
             "headline": self.headline,
             "shared_queries": sig.n_shared,
             "statistics": {**sig.options.to_dict(), "pairs": sig.pair_mode, "level": 0.95,
-                           "planning": sig.planning_line(), "notes": list(sig.notes)},
+                           "planning": sig.planning_line(), "notes": list(sig.notes),
+                           "to_resolve": [dict(a) for a in self.advice]},
             "gain": self.gain,
             "include_empty": self.include_empty,
             "complete": self.complete,
@@ -284,7 +288,7 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
         ideal=ideal, most_changed=_most_changed(per_query, ideal, texts, top),
         kendall_tau=tau, spearman_rho=rho, swaps=swaps, n_pairs=n_pairs,
         significance=sig, measure=str(by_human.measures[0]) if wanted else None,
-        complete=complete)
+        complete=complete, advice=_advice(per_query, sig, run, human_q, llm_q, complete))
 
 
 # ---------------------------------------------------------------------- pieces
@@ -333,6 +337,24 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
                          f"2, and not all, are needed). Draw the sample with `labeler sample "
                          f"--unit query`.")
     return sig
+
+
+def _advice(per_query: pd.DataFrame, sig: Significance, run: pd.DataFrame,
+            human: pd.DataFrame, llm: pd.DataFrame,
+            complete: bool = False) -> tuple[dict[str, Any], ...]:
+    """How many labelled queries would likely resolve each unresolved pair (with PPI: on
+    each run's queries that the LLM labels cover, as its estimates)."""
+    from labeler.reconciliation.plan import resolve_advice
+
+    population = labelled = None
+    if sig.options.ppi:
+        llm_queries = set(llm["query_id"])
+        population = ({str(s): llm_queries for s in dict.fromkeys(run["system"])} if complete
+                      else {str(s): set(q) & llm_queries
+                            for s, q in run.groupby("system", sort=False)["query_id"]})
+        labelled = set(human["query_id"])
+    return resolve_advice(per_query, sig.pairs_to_dicts(), population=population,
+                          labelled=labelled)
 
 
 def _run_table(systems: list[str], human: pd.DataFrame, llm: pd.DataFrame,

@@ -12,6 +12,7 @@ Usage::
     todo = propose_sample("labels.jsonl", n=200, seed=0, exclude="human.qrels")
     io.write_table(annotation_sheet(todo), "to_annotate.csv")
     todo = sample_queries("labels.jsonl", n=15, seed=0)   # every pair of 15 random queries
+    # ... and 10 more of the same random order: labeler.reconciliation.design.more_queries
 
 A stratified sample is what agreement and calibration need; prediction-powered estimates of
 NDCG need the other kind: queries drawn uniformly at random, every pooled pair of each judged.
@@ -125,28 +126,13 @@ def sample_queries(labels: LabelsLike, *, n: int, seed: int = 0,
     The pool is every pair of the label records (failed LLM labels included: a human can
     still judge them). Queries of ``exclude`` (human qrels) are already judged and not drawn
     again, so the queries judged so far stay a simple random sample. Each remaining query has
-    the same chance; the same inputs and seed give the same queries. Returns ``query_id,
+    the same chance; the same inputs and seed give the same queries: the first ``n`` of one
+    seeded permutation (:func:`labeler.reconciliation.design.draw_queries` also returns the
+    design that draws the next ones). Returns ``query_id,
     chunk_id, llm_grade`` (+ ``query, chunk`` when the records or ``pairs`` have them).
 
     Usage: ``sample_queries("labels.jsonl", n=15, seed=0, exclude="human.qrels")``
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ConfigError(f"the number of queries must be at least 1, got {n!r}")
-    df = read_llm(labels)
-    queries = sorted(set(df["query_id"]))
-    if exclude is not None:
-        done = set(read_human(exclude)["query_id"])
-        queries = [q for q in queries if q not in done]
-    if len(queries) < n:
-        raise ConfigError(f"asked for {n} queries but only {len(queries)} of the labelled "
-                          f"queries are left to draw from"
-                          + (" (the others already have human labels)" if exclude is not None
-                             else ""))
-    rng = np.random.default_rng(seed)
-    picked = {queries[i] for i in rng.choice(len(queries), size=int(n), replace=False)}
-    out = df.loc[df["query_id"].isin(picked)].rename(columns={"grade": "llm_grade"})
-    texts = [c for c in ("query", "chunk") if c in out.columns]
-    out = add_texts(out[[*KEYS, "llm_grade", *texts]], pairs)
-    extra = [c for c in ("query", "chunk") if c in out.columns]
-    out = out.sort_values(KEYS, kind="stable")
-    return out[[*KEYS, "llm_grade", *extra]].reset_index(drop=True)
+    from labeler.reconciliation.design import draw_queries
+
+    return draw_queries(labels, n=n, seed=seed, exclude=exclude, pairs=pairs).pairs
