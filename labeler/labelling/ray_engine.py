@@ -238,9 +238,7 @@ def _run_pipeline(job: Job, todo: list[int], cfg: JudgeConfig, policy: Any) -> N
     per_actor = max(1, math.ceil(cfg.concurrency / actors))
     block = min(128, max(8, 8 * per_actor))
     secret = _Secret(getattr(job.judge, "_api_key", None))
-    with _ray_session(cfg, actors) as ray:
-        import ray.data
-
+    with _ray_session(cfg, actors) as ray:   # ray.data is imported with it
         # from_items builds the blocks here (from_pandas would start a task per block)
         ds = ray.data.from_items(_rows(job, asked),
                                  override_num_blocks=math.ceil(len(asked) / block))
