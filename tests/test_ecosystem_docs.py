@@ -26,15 +26,22 @@ def test_the_page_has_examples_for_each_library() -> None:
 
 def test_the_pages_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                        ) -> None:
-    for module in ("ir_datasets", "ir_measures", "pytrec_eval", "ranx", "pyterrier"):
+    for module in ("ir_datasets", "ir_measures", "pytrec_eval", "pyterrier"):
         pytest.importorskip(module)
+    import importlib.util
+
     import ir_datasets
+
+    # ranx compiles its numba code on first use (~12 s): its block runs where ranx is installed
+    with_ranx = importlib.util.find_spec("ranx") is not None
 
     if "sample/dl19" in ir_datasets.registry:   # the page registers it (once per process)
         pytest.skip("sample/dl19 is already registered in this process")
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "ecosystem_docs"}
     for i, block in enumerate(BLOCK.findall(PAGE.read_text()), start=1):
+        if "ranx" in block and not with_ranx:
+            continue
         exec(compile(block, f"{PAGE.name} block {i}", "exec"), namespace)
     side = namespace["side_by_side"]
     assert sorted({key for key, _ in side.index}) == ["LLM", "human"]  # type: ignore[attr-defined]

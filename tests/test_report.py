@@ -16,7 +16,8 @@ from labeler import fmt, io
 from labeler.report import plots
 from labeler.reconciliation.comparison import compare
 from labeler.errors import InputError
-from labeler.report.comparison import as_agreement, md_escape, render_markdown, write_report
+from labeler.report.comparison import as_agreement, render_markdown, write_report
+from labeler.report.escape import md_escape
 
 EVIL_RUN = "<script>alert(1)</script>"
 EVIL_QUERY = "q| pipe `tick` <b>"

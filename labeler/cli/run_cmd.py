@@ -59,7 +59,7 @@ def summary_text(outcome: RunOutcome) -> str:
 
     Run tags come from the input files: control characters are stripped from every line."""
     from labeler.fmt import num as fmt_num
-    from labeler.report.comparison import plain
+    from labeler.report.escape import plain
 
     lines = [f"run {outcome.run_dir.name}: " + outcome.labels.summary.render()]
     a = outcome.agreement

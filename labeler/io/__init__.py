@@ -19,10 +19,10 @@ from labeler.io._base import (TABLE_FORMATS, GradeMap, Locator, PathLike, detect
 from labeler.io.convert import (is_irds, is_path, to_ir_measures, to_pyterrier, to_pytrec_eval,
                                 to_ranx)
 from labeler.io.readers import (RunSpec, as_qrels, as_run, parse_named, parse_run_arg,
-                                read_corpus, read_labels, read_pairs, read_qrels, read_queries,
-                                read_run, read_runs, rename_aliases, run_stem)
+                                read_qrels, read_run, rename_aliases, run_stem)
 from labeler.io.edges import (PairsLike, as_corpus, as_labels, as_pairs, as_queries, as_runs,
-                              chunk_texts)
+                              chunk_texts, read_corpus, read_labels, read_pairs, read_queries,
+                              read_runs)
 from labeler.io.writers import (atomic_path, write_json, write_labels, write_qrels, write_run,
                                 write_table, write_text)
 

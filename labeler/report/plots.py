@@ -23,7 +23,8 @@ import numpy as np
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from labeler.reconciliation.comparison import Comparison
+    from labeler.report.shapes import ComparisonView
+
 
 _BLUE = "#2c6fbb"
 _ORANGE = "#d9822b"
@@ -48,7 +49,7 @@ def _label(text: Any) -> str:
     return s.replace("$", r"\$")
 
 
-def ndcg_scatter(comparison: Comparison) -> Figure:
+def ndcg_scatter(comparison: ComparisonView) -> Figure:
     """Each run's mean NDCG@k under human (x) and LLM (y) labels with its 95% interval under
     each label set as error bars, and the diagonal y = x."""
     k = comparison.k
@@ -96,7 +97,7 @@ def _error_bars(sig: Any, systems: Any, means: np.ndarray, label: str) -> np.nda
     return out
 
 
-def delta_distribution(comparison: Comparison) -> Figure:
+def delta_distribution(comparison: ComparisonView) -> Figure:
     """Per-query deltas (LLM − human NDCG@k): histogram of all, and a box per run."""
     k = comparison.k
     pq = comparison.per_query.dropna(subset=["delta"])
@@ -158,7 +159,7 @@ def confusion_heatmap(matrix: Sequence[Sequence[int]], grades: Sequence[int] = (
     return fig
 
 
-def ideal_change(comparison: Comparison) -> Figure:
+def ideal_change(comparison: ComparisonView) -> Figure:
     """Per query: human NDCG@k of the chunks ranked by LLM grade (1.0 = same ideal order)."""
     ideal = comparison.ideal.sort_values(["ndcg", "query_id"], kind="stable")
     fig = _figure(5.6, max(3.0, 1.1 + 0.22 * len(ideal)))

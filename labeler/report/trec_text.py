@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from labeler.scoring.results import ScoreResult
+    from labeler.report.shapes import ScoreResultView
 
 
 def _line(name: str, qid: str, value: str) -> str:
     return f"{name:<22}\t{qid}\t{value}"
 
 
-def measure_names(result: ScoreResult, with_k: bool = True) -> list[tuple[str, str]]:
+def measure_names(result: ScoreResultView, with_k: bool = True) -> list[tuple[str, str]]:
     """(value-table key, printed name) of each figure, in output order, each name once."""
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -43,7 +43,7 @@ def measure_names(result: ScoreResult, with_k: bool = True) -> list[tuple[str, s
     return out
 
 
-def trec_eval_text(result: ScoreResult, per_query: bool = False, with_k: bool = True) -> str:
+def trec_eval_text(result: ScoreResultView, per_query: bool = False, with_k: bool = True) -> str:
     """The text trec_eval prints for each run of ``result`` (see the module's docstring);
     ``with_k=False`` leaves out the NDCG of the ``k`` cut-offs (only the measures)."""
     names = measure_names(result, with_k)
