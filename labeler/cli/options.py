@@ -77,7 +77,7 @@ def _click_type(kind: Any, metadata: Iterable[Any]) -> Any:
 METAVARS = {
     "model": "NAME", "base_url": "URL", "api_key_env": "VAR", "api_version": "VERSION",
     "prompt": "NAME|FILE", "examples": "FILE", "batch_file_out": "FILE",
-    "batch_file_in": "FILE",
+    "batch_file_in": "FILE", "ray_address": "ADDRESS",
 }
 
 
