@@ -43,7 +43,7 @@ from labeler.errors import ConfigError, EndpointError
 from labeler.judges.base import Verdict
 from labeler.labelling.cache import LabelCache
 from labeler.labelling.flags import with_flags
-from labeler.labelling.job import Job
+from labeler.labelling.job import Job, on_stop_signals
 from labeler.labelling.limits import RetryPolicy, cost_usd
 from labeler.labelling.result import LabelResult, _check_pairs, _with_extras, run_sync, summarize
 from labeler.redact import redact
@@ -285,7 +285,6 @@ def _catch_signals(job: Job) -> Callable[[], None]:
 
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def handler(signum: int, frame: Any) -> None:
         if job.interrupted:
@@ -293,13 +292,7 @@ def _catch_signals(job: Job) -> Callable[[], None]:
         job.interrupt(signum)
         raise _Interrupt
 
-    for sig in old:
-        signal.signal(sig, handler)
-
-    def restore() -> None:
-        for sig, previous in old.items():
-            signal.signal(sig, previous)
-    return restore
+    return on_stop_signals(handler)
 
 
 def _map(ray: Any, ds: Any, *, local: bool, actors: int, kwargs: dict[str, Any]) -> Any:
