@@ -28,6 +28,7 @@ __all__ = ["BootstrapConfig", "JudgeConfig", "Structured", "judge_config"]
 
 Structured = Literal["auto", "json_schema", "json_object", "text"]
 Server = Literal["auto", "openai", "vllm", "llamacpp", "ollama"]
+Engine = Literal["local", "ray"]
 
 
 def _cli(**extra: Any) -> dict[str, Any]:
@@ -102,6 +103,16 @@ class JudgeConfig(BaseModel):
     server: Server = Field(default="auto", description=(
         "The server's own structured-output form (llama.cpp: schema in json_object; vLLM: "
         "guided_json; Ollama: format); auto: found from the endpoint."))
+    engine: Engine = Field(default="local", description=(
+        "Where the requests are made: local (this process) or ray (actors of a Ray cluster, "
+        "or of a local Ray started for the job; needs labeler[ray]). Cache, records and "
+        "exit status are the same."))
+    ray_address: str | None = Field(default=None, min_length=1, description=(
+        "With --engine ray: the Ray cluster to join (e.g. ray://head:10001 or auto) [env "
+        "RAY_ADDRESS]; default: start a local Ray for the job."))
+    ray_actors: int | None = Field(default=None, gt=0, description=(
+        "With --engine ray: actors judging at once (default 2); --concurrency, --rpm and "
+        "--tpm are for the whole job, split over them."))
 
     @field_validator("api_key_env")
     @classmethod
@@ -121,6 +132,12 @@ class JudgeConfig(BaseModel):
                              "`batch_file_in` through a file")
         if self.batch_wait is not None and not self.batch:
             raise ValueError("`batch_wait` needs `batch`")
+        if self.engine == "ray" and given:
+            raise ValueError(f"`engine` ray and `{given[0]}` exclude each other: a batch "
+                             "job is labelled by the provider or from a file")
+        ray_only = [n for n in ("ray_address", "ray_actors") if getattr(self, n) is not None]
+        if ray_only and self.engine != "ray":
+            raise ValueError(f"`{ray_only[0]}` needs `engine` ray")
         return self
 
     def judge_options(self) -> dict[str, Any]:

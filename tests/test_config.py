@@ -135,14 +135,13 @@ def test_score_options_are_checked(tmp_path: Path) -> None:
     assert "gain: Input should be 'linear' or 'exponential'" in msg
 
 
-def test_the_readme_config_example_is_valid() -> None:
+def test_the_documented_config_example_is_valid() -> None:
     import re
 
     from labeler.pipeline.config import parse_config, tomllib  # tomli on Python 3.10
 
     root = Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Scheduled jobs"):]
-    block = re.search(r"```toml\n(.*?)```", section, re.S).group(1)
-    cfg = parse_config(tomllib.loads(block), source="README.md", base_dir=root)
+    page = (root / "docs" / "guide" / "nightly.md").read_text(encoding="utf-8")
+    block = re.search(r"```toml\n(.*?)```", page, re.S).group(1)
+    cfg = parse_config(tomllib.loads(block), source="docs/guide/nightly.md", base_dir=root)
     assert cfg.human is not None and len(cfg.inputs.runs) == 3

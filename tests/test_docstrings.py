@@ -130,3 +130,20 @@ def test_functions_that_take_both_label_sets_take_them_by_keyword(name: str) -> 
     params = inspect.signature(fn).parameters
     for label_set in ("human", "llm"):
         assert params[label_set].kind is inspect.Parameter.KEYWORD_ONLY, (name, label_set)
+
+
+@pytest.mark.parametrize("package", ["labelling", "scoring", "statistics", "reconciliation",
+                                     "report", "pipeline", "judges", "io"])
+def test_a_subpackages_public_names_stay_what_they_are(package: str) -> None:
+    """Every name a subpackage hands on is the same object before and after all its modules
+    are imported (a name shared with a submodule would turn into that module)."""
+    import pkgutil
+
+    pkg = importlib.import_module(f"labeler.{package}")
+    before = {name: getattr(pkg, name) for name in pkg.__all__}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        try:
+            importlib.import_module(f"labeler.{package}.{info.name}")
+        except ImportError:  # an extra that is not installed
+            continue
+    assert {name: getattr(pkg, name) for name in pkg.__all__} == before

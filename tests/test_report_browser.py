@@ -167,3 +167,56 @@ def test_layout_fits_the_window_and_wide_tables_scroll(report: Path, tmp_path: P
         assert wide == []  # on a desktop window nothing is hidden
     else:
         assert "runs" in {t["id"] for t in wide}  # too wide for a phone: it scrolls
+
+
+MANY = """<script>
+window.addEventListener("load", function () {
+  var doc = document.documentElement;
+  var details = {};
+  document.querySelectorAll("details[id]").forEach(function (d) { details[d.id] = d.open; });
+  var lead = document.getElementById("changed-lead");
+  var out = {height: doc.scrollHeight, page: doc.scrollWidth, viewport: window.innerWidth,
+             details: details, lead: lead ? lead.textContent : null,
+             lead_top: lead ? lead.getBoundingClientRect().top : null,
+             headline_top: document.getElementById("headline").getBoundingClientRect().top,
+             run_rows: document.querySelectorAll("#runs tbody tr").length};
+  var pre = document.createElement("pre");
+  pre.id = "many-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_a_report_of_many_runs_leads_with_the_answer_at_1280_px(tmp_path: Path) -> None:
+    """Twelve runs (66 pairs): the page stays short at 1280 px — headline first, the pairs
+    whose verdict changes in the open, every pair and the planning table collapsed."""
+    binary = _browser()
+    dl19 = Path(__file__).parent / "data" / "dl19"
+    human = io.read_qrels(dl19 / "qrels-pass.qrels")
+    rng = np.random.default_rng(7)
+    llm = human.assign(grade=np.clip(human["grade"].to_numpy() + rng.integers(0, 2, len(human)),
+                                     0, 3))
+    base = io.read_runs(sorted((dl19 / "runs").glob("*.run")))
+    runs = []
+    for i in range(12):
+        one = base.loc[base["system"] == sorted(base["system"].unique())[i % 3]].copy()
+        one["score"] = one["score"] + rng.normal(0, 0.5 + i / 4, len(one))
+        runs.append(one.assign(system=f"system-{i:02d}"))
+    c = compare(human=human, llm=llm, runs=pd.concat(runs, ignore_index=True))
+    assert len(c.significance.pairs) == 66
+    page = write_report(c, tmp_path / "report")["html"]
+    probed = tmp_path / "probe.html"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", MANY + "</body>"),
+                      encoding="utf-8")
+    done = _chromium(binary, tmp_path / "profile", "--virtual-time-budget=10000",
+                     "--window-size=1280,2000", "--dump-dom", probed.as_uri())
+    found = re.search(r'<pre id="many-probe">(.*?)</pre>', done.stdout, re.S)
+    assert found, done.stderr[-2000:]
+    got = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert got["viewport"] == 1280 and got["page"] <= 1280
+    assert got["run_rows"] == 12
+    assert got["details"]["all-pairs"] is False          # 66 pairs: collapsed
+    assert got["lead"] and "pair verdict" in got["lead"]
+    assert got["headline_top"] < got["lead_top"]
+    assert got["height"] < 6000, got["height"]           # was > 8,000 px with 11 runs

@@ -96,7 +96,13 @@ class _Group(click.Group):
             ctx.exit(1)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="""\
+\b
+Examples:
+  labeler demo                 # the whole pipeline on the bundled sample, offline
+  labeler label --help         # a command's options, with examples
+""")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name="labeler", prog_name="labeler")
 def main(debug: bool) -> None:

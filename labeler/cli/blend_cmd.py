@@ -17,7 +17,12 @@ from labeler.cli.options import InputFormats, format_option, read_label_sets
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
 
-@main.command("blend")
+@main.command("blend", epilog="""\
+\b
+Examples:
+  labeler blend --llm gpt4o.jsonl --llm llama.jsonl --llm qwen.jsonl --method mean \\
+      --out blend.jsonl
+""")
 @click.option("--llm", "llm_specs", required=True, multiple=True, metavar="[NAME=]LABELS",
               help="A judge's labels (records or qrels); repeat for every judge.")
 @click.option("--method", type=click.Choice(["mean", "median", "vote"]), default="mean",

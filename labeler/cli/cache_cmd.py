@@ -20,12 +20,21 @@ from labeler.errors import ConfigError
 from labeler.cli import main
 
 
-@main.group("cache")
+@main.group("cache", epilog="""\
+\b
+Examples:
+  labeler cache migrate ~/.cache/labeler --trust
+""")
 def cache_group() -> None:
     """Manage the verdict cache."""
 
 
-@cache_group.command("migrate")
+@cache_group.command("migrate", epilog="""\
+\b
+Examples:
+  # an old cache that only you (or your CI) ever wrote
+  labeler cache migrate ~/.cache/labeler --trust
+""")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--trust", is_flag=True,
               help="Confirm that you trust every writer of DIRECTORY: converting loads its "

@@ -21,15 +21,24 @@ from labeler.cli.pair_progress import PairProgress
 DEFAULT_TITLE = "Human vs LLM labels"
 
 
-@main.command("compare")
+@main.command("compare", epilog="""\
+\b
+Examples:
+  labeler compare --human human.qrels --llm labels.jsonl --run bm25.run --run dense.run \\
+      --report report/
+  # labels but no runs: measure the labels themselves
+  labeler reconcile --llm labels.jsonl --human human.qrels --out merged.jsonl \\
+      --report agreement.json
+  labeler judges --human human.qrels --llm labels.jsonl --report judges/
+""")
 @click.option("--human", "human_path", required=True, metavar="QRELS",
               help="Human labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
                    "ir_datasets dataset's qrels).")
 @click.option("--llm", "llm_path", required=True, metavar="LABELS",
               help="LLM labels: label records (failed rows left out) or any qrels form.")
-@click.option("--run", "run_paths", required=True, multiple=True, metavar="[NAME=]RUN",
-              help="A run (TREC run, CSV, JSONL or Parquet); repeat for several runs. "
-                   "NAME=PATH names the run (the name wins over the file's tag).")
+@click.option("--run", "run_paths", multiple=True, metavar="[NAME=]RUN",
+              help="A run (TREC run, CSV, JSONL or Parquet; at least one); repeat for several "
+                   "runs. NAME=PATH names the run (the name wins over the file's tag).")
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True,
               help="Cut-off of NDCG@k (and of the judged share). Default 10; one per "
                    "comparison.")
@@ -55,7 +64,8 @@ DEFAULT_TITLE = "Human vs LLM labels"
               help="Write report.json, report.md and report.html into DIR.")
 @click.option("--agreement", "agreement_path", metavar="REPORT.json", default=None,
               help="A `labeler reconcile --report` JSON: adds the confusion matrix to the report.")
-@click.option("--title", default=DEFAULT_TITLE, show_default=True, help="Title of the report.")
+@click.option("--title", default=DEFAULT_TITLE, show_default=True, metavar="TITLE",
+              help="Title of the report.")
 @click.option("--complete", is_flag=True,
               help="Count, as 0, a query of a label set that a run lacks (trec_eval -c, as in "
                    "`labeler score --complete`). Without it, runs are ranked only on the "
@@ -68,6 +78,13 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
                 agreement_path: str | None, title: str, complete: bool, **stats: Any) -> None:
     """How much NDCG and the order of the runs change between human and LLM labels, and
     which differences between runs are real under each."""
+    if not run_paths:  # the label-only case: say where to go instead of "missing --run"
+        raise click.UsageError(
+            "compare ranks runs under both label sets: give at least one --run. With labels "
+            "but no runs, measure the labels themselves: `labeler reconcile --llm LABELS "
+            "--human QRELS --out merged.jsonl --report agreement.json` (agreement, confusion "
+            "matrix) or `labeler judges --human QRELS --llm LABELS --report judges/` (several "
+            "label sets side by side).")
     from labeler import io
     # imports scipy and the scorer: only when run
     from labeler.reconciliation.comparison import compare

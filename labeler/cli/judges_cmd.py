@@ -16,7 +16,12 @@ from labeler.cli.options import (InputFormats, bootstrap_options, echo_result, f
                                  read_label_sets, read_side)
 
 
-@main.command("judges")
+@main.command("judges", epilog="""\
+\b
+Examples:
+  labeler judges --human human.qrels --llm gpt4o=gpt4o.jsonl --llm llama=llama.jsonl \\
+      --run bm25.run --run dense.run --report judges/
+""")
 @click.option("--human", "human_path", required=True, metavar="QRELS",
               help="Human labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
                    "ir_datasets dataset's qrels).")

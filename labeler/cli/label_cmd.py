@@ -28,7 +28,15 @@ _OUT_FORMATS = ("jsonl", "csv", "parquet")
 INTERRUPTED_EXITS = (130, 143)  # SIGINT, SIGTERM
 
 
-@main.command("label")
+@main.command("label", epilog="""\
+\b
+Examples:
+  # pairs you already have, an OpenAI model (the key from OPENAI_API_KEY)
+  labeler label --pairs pairs.jsonl --model gpt-4o-mini --out labels.jsonl
+  # pool the top 10 of two runs; the offline lexical baseline judge
+  labeler label --queries queries.tsv --corpus corpus.jsonl --run bm25.run \\
+      --run dense.run --depth 10 --model lexical --out labels.jsonl
+""")
 @click.option("--pairs", "pairs_path", type=_FILE,
               help="Pairs to judge: query_id, query, chunk_id, chunk (CSV/JSONL/Parquet), or "
                    "irds:<id> (an ir_datasets dataset's judged pairs).")

@@ -74,6 +74,14 @@ def _click_type(kind: Any, metadata: Iterable[Any]) -> Any:
     return str
 
 
+# What a judge setting's value is, as its flag shows it (``--examples FILE``, not ``TEXT``).
+METAVARS = {
+    "model": "NAME", "base_url": "URL", "api_key_env": "VAR", "api_version": "VERSION",
+    "prompt": "NAME|FILE", "examples": "FILE", "batch_file_out": "FILE",
+    "batch_file_in": "FILE", "ray_address": "ADDRESS",
+}
+
+
 def _option(name: str, required: bool, model: Any = None
             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The click option of one field of ``model`` (default: the judge's settings)."""
@@ -92,7 +100,8 @@ def _option(name: str, required: bool, model: Any = None
     default = None if field.is_required() else field.default
     return click.option(*decls, type=_click_type(kind, field.metadata), required=required,
                         default=default, show_default=default is not None,
-                        help=field.description, envvar=cli.get("envvar"))
+                        help=field.description, envvar=cli.get("envvar"),
+                        metavar=cli.get("metavar", METAVARS.get(name)))
 
 
 def bootstrap_options(*, include: Iterable[str] | None = None

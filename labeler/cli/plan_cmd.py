@@ -16,7 +16,15 @@ from labeler.cli.options import InputFormats, echo_result, format_option, read_s
 from labeler.schema import GAINS
 
 
-@main.command("plan")
+@main.command("plan", epilog="""\
+\b
+Examples:
+  # 15 random queries judged so far (labeler sample --unit query); how many for ±0.05?
+  labeler plan --human to_judge.csv --llm labels.jsonl --run bm25.run --run dense.run \\
+      --half-width 0.05 --minutes-per-query 20
+  labeler plan --human to_judge.csv --llm labels.jsonl --run bm25.run --run dense.run \\
+      --half-width 0.03 --pairs --json
+""")
 @click.option("--human", "human_path", required=True, metavar="QRELS",
               help="Human labels of the queries labelled so far (a random sample of whole "
                    "queries, `labeler sample --unit query`; at least 5).")

@@ -17,7 +17,12 @@ from labeler.cli.options import FILE as _FILE
 from labeler.cli.options import InputFormats, format_option
 
 
-@main.command("pool")
+@main.command("pool", epilog="""\
+\b
+Examples:
+  labeler pool --queries queries.tsv --corpus corpus.jsonl --run bm25.run \\
+      --run dense=dense.run --depth 10 --out pairs.jsonl
+""")
 @click.option("--queries", "queries_path", type=_FILE, required=True,
               help="Queries (query_id, query; TSV id<TAB>text; or irds:<id>, an ir_datasets "
                    "dataset's queries).")

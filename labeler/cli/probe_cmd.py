@@ -17,7 +17,12 @@ from labeler.cli import main
 from labeler.cli.options import echo_result, judge_options, judge_settings
 
 
-@main.command("probe")
+@main.command("probe", epilog="""\
+\b
+Examples:
+  labeler probe --model lexical
+  labeler probe --model qwen2.5:7b --base-url http://localhost:11434/v1
+""")
 @judge_options(exclude=("examples", "shots"))
 @click.option("--pairs", "n_pairs", type=click.IntRange(min=1, max=100), default=20,
               show_default=True, help="How many real pairs of the bundled sample to probe.")

@@ -17,12 +17,21 @@ import click
 
 from labeler.errors import ConfigError
 from labeler.cli import main
+from labeler.cli.sheet_texts import _texts, _warn_ids_only
 from labeler.cli.options import InputFormats, bootstrap_options, format_option, read_side
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
 
-@main.command("reconcile")
+@main.command("reconcile", epilog="""\
+\b
+Examples:
+  labeler reconcile --llm labels.jsonl --human human.qrels --out merged.jsonl \\
+      --report agreement.json --audit audit.csv --pairs pairs.jsonl
+  # fit a calibration, judged on held-out human labels
+  labeler reconcile --llm labels.jsonl --human human.qrels --out merged.jsonl \\
+      --calibrate --calibration-out calibration.json
+""")
 @click.option("--llm", "llm_path", type=_FILE, required=True,
               help="LLM label records (JSONL/CSV/Parquet) or any qrels form.")
 @click.option("--human", "human_path", type=_FILE, required=True,
@@ -54,8 +63,8 @@ _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by la
 @click.option("--corpus", "corpus_path", type=_FILE,
               help="Chunk texts for the audit (instead of --pairs; a file, or irds:<id>: only "
                    "the audited documents are fetched), with --queries.")
-@click.option("--grade-map-llm", help="Map raw LLM grades, e.g. '4=3,5=3'.")
-@click.option("--grade-map-human", help="Map raw human grades, e.g. '-1=0'.")
+@click.option("--grade-map-llm", metavar="MAP", help="Map raw LLM grades, e.g. '4=3,5=3'.")
+@click.option("--grade-map-human", metavar="MAP", help="Map raw human grades, e.g. '-1=0'.")
 @format_option("llm", "human", "pairs", "queries", "corpus")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for the bootstrap and the calibration folds.")
@@ -131,42 +140,22 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
                    "grade nor a usable LLM grade (status failed in the merged labels)", err=True)
 
 
-def _texts(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path | None,
-           keys: Any, formats: InputFormats) -> Any:
-    """Where the sheet's texts come from: the pairs file, or queries + corpus joined on the
-    pairs in ``keys`` (None: no texts)."""
-    if pairs_path is not None and (queries_path or corpus_path):
-        raise ConfigError("give the texts as --pairs, or as --queries and --corpus, not both")
-    if queries_path is None and corpus_path is None:
-        if pairs_path is not None and keys is not None and formats["pairs"]:
-            from labeler import io
-            return io.read_pairs(pairs_path, formats["pairs"])
-        return pairs_path
-    if queries_path is None or corpus_path is None:
-        raise ConfigError("--queries and --corpus go together (query and chunk texts)")
-    if keys is None:
-        return None
-    from labeler.labelling.pooling import with_texts
-
-    return with_texts(keys[["query_id", "chunk_id"]].drop_duplicates(), queries_path,
-                      corpus_path, queries_fmt=formats["queries"],
-                      corpus_fmt=formats["corpus"])
-
-
-def _warn_ids_only(sheet: Any) -> None:
-    if not {"query", "chunk"} <= set(sheet.columns):
-        click.echo("labeler: warning: the sheet has ids only, no query or chunk texts, so "
-                   "annotators cannot use it as it is: give --pairs, or --queries and "
-                   "--corpus", err=True)
-
-
 def _counts_text(merged: dict[str, Any]) -> str:
     parts = [f"{merged[k]} {k}" for k in ("human", "llm", "llm-calibrated", "failed")
              if merged.get(k)]
     return ", ".join(parts) or "empty"
 
 
-@main.command("sample")
+@main.command("sample", epilog="""\
+\b
+Examples:
+  labeler sample --labels labels.jsonl --n 200 --human human.qrels --pairs pairs.jsonl \\
+      --out to_annotate.csv
+  # whole random queries, for compare --ppi
+  labeler sample --unit query --n 15 --labels labels.jsonl --pairs pairs.jsonl --out to_judge.csv
+  # ten more queries of the same random order (to_judge-2.csv)
+  labeler sample --more 10 --from to_judge.csv
+""")
 @click.option("--labels", "labels_path", type=_FILE,
               help="LLM label records (or qrels) to sample from (with --more: the ones the "
                    "design names, unless given).")
@@ -195,8 +184,9 @@ def _counts_text(merged: dict[str, Any]) -> str:
               help="Chunk texts (instead of --pairs; a file, or irds:<id>: only the sampled "
                    "documents are fetched), with --queries.")
 @format_option("labels", "human", "pairs", "queries", "corpus")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--by", default="grade,query_id", show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Random seed of the draw: the same seed and labels give the same sheet.")
+@click.option("--by", default="grade,query_id", show_default=True, metavar="COLUMNS",
               help="Stratify equally over the first column, spread over the others.")
 @click.option("--show-llm-grade", is_flag=True,
               help="Include the LLM's grade in the sheet (hidden by default: it anchors "

@@ -59,7 +59,7 @@ def summary_text(outcome: RunOutcome) -> str:
 
     Run tags come from the input files: control characters are stripped from every line."""
     from labeler.fmt import num as fmt_num
-    from labeler.report.comparison import plain
+    from labeler.report.escape import plain
 
     lines = [f"run {outcome.run_dir.name}: " + outcome.labels.summary.render()]
     a = outcome.agreement
@@ -133,7 +133,12 @@ def _format_keys(cfg: Config) -> Iterator[None]:
                          path=exc.path, line=exc.line, row=exc.row) from None
 
 
-@main.command("run")
+@main.command("run", epilog="""\
+\b
+Examples:
+  labeler run --check nightly.toml     # check the config and inputs; no judge call
+  labeler run nightly.toml --fail-on-drift
+""")
 @click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Output directory (overrides out_dir in the config).")
@@ -188,15 +193,21 @@ def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_
     _finish(ctx, outcome, fail_on_drift)
 
 
-@main.command("demo")
+@main.command("demo", epilog="""\
+\b
+Examples:
+  labeler demo
+  labeler demo --model gpt-4o-mini     # with OPENAI_API_KEY set
+""")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("labeler-demo"), show_default=True,
               help="Where to write the sample, demo.toml and the run.")
-@click.option("--model", default="lexical", show_default=True,
+@click.option("--model", default="lexical", show_default=True, metavar="NAME",
               help="Judge model; the default is the offline lexical baseline (no network). "
                    "Any other model needs an endpoint: --base-url or OPENAI_BASE_URL, key "
                    "from OPENAI_API_KEY.")
-@click.option("--base-url", default=None, help="OpenAI-compatible endpoint for --model.")
+@click.option("--base-url", default=None, metavar="URL",
+              help="OpenAI-compatible endpoint for --model.")
 @click.option("--log-level", type=click.Choice(_LEVELS), default="warning",
               show_default=True, help="Log level on stderr.")
 @click.pass_context

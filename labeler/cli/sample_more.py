@@ -26,7 +26,7 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
     from click.core import ParameterSource
 
     from labeler import io
-    from labeler.cli.reconcile_cmd import _texts, _warn_ids_only
+    from labeler.cli.sheet_texts import _texts, _warn_ids_only
     from labeler.io.guard import check_outputs
     from labeler.reconciliation.agreement import read_human, read_llm
     from labeler.reconciliation.design import (design_path, more_queries, read_design,

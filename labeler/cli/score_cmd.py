@@ -23,7 +23,12 @@ if TYPE_CHECKING:
     from labeler.scoring.results import ScoreResult
 
 
-@main.command("score")
+@main.command("score", epilog="""\
+\b
+Examples:
+  labeler score --qrels human.qrels --run bm25.run --run dense.run --k 5 --k 10
+  labeler score --qrels human.qrels --run bm25=run.bm25.txt --measure nDCG@10 --measure AP --trec
+""")
 @click.option("--qrels", "qrels", required=True, type=click.Path(dir_okay=False),
               help="Relevance labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
                    "ir_datasets dataset's qrels). Grades may be any "
@@ -55,7 +60,7 @@ if TYPE_CHECKING:
 @click.option("--include-empty", is_flag=True,
               help="Count judged queries with no relevant chunk (trec_eval's mean).")
 @format_option("qrels", "run")
-@click.option("--grade-map", default=None,
+@click.option("--grade-map", default=None, metavar="MAP",
               help='Map raw grades of the qrels before scoring, e.g. "-1=0,4=3".')
 @click.option("--per-query", is_flag=True,
               help="Also print each query's value (with --trec: trec_eval -q's lines).")

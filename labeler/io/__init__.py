@@ -24,10 +24,10 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from labeler.io.convert import (is_irds, is_path, to_ir_measures, to_pyterrier,
                                     to_pytrec_eval, to_ranx)
     from labeler.io.edges import (PairsLike, as_corpus, as_labels, as_pairs, as_queries,
-                                  as_runs, chunk_texts)
+                                  as_runs, chunk_texts, read_corpus, read_labels, read_pairs,
+                                  read_queries, read_runs)
     from labeler.io.readers import (RunSpec, as_qrels, as_run, parse_named, parse_run_arg,
-                                    read_corpus, read_labels, read_pairs, read_qrels,
-                                    read_queries, read_run, read_runs, rename_aliases, run_stem)
+                                    read_qrels, read_run, rename_aliases, run_stem)
     from labeler.io.writers import (atomic_path, write_json, write_labels, write_qrels,
                                     write_run, write_table, write_text)
 
@@ -39,10 +39,10 @@ _NAMES = {
     **dict.fromkeys(("is_irds", "is_path", "to_ir_measures", "to_pyterrier", "to_pytrec_eval",
                      "to_ranx"), "convert"),
     **dict.fromkeys(("RunSpec", "as_qrels", "as_run", "parse_named", "parse_run_arg",
-                     "read_corpus", "read_labels", "read_pairs", "read_qrels", "read_queries",
-                     "read_run", "read_runs", "rename_aliases", "run_stem"), "readers"),
+                     "read_qrels", "read_run", "rename_aliases", "run_stem"), "readers"),
     **dict.fromkeys(("PairsLike", "as_corpus", "as_labels", "as_pairs", "as_queries",
-                     "as_runs", "chunk_texts"), "edges"),
+                     "as_runs", "chunk_texts", "read_corpus", "read_labels", "read_pairs",
+                     "read_queries", "read_runs"), "edges"),
     **dict.fromkeys(("atomic_path", "write_json", "write_labels", "write_qrels", "write_run",
                      "write_table", "write_text"), "writers"),
 }

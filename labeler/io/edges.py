@@ -26,15 +26,23 @@ from labeler.schema import (CHUNK, CHUNK_ID, CORPUS_COLUMNS, KEYS, PAIR_COLUMNS,
                             QUERY_COLUMNS, QUERY_ID, STATUS, STATUS_FAILED, STATUS_OK, SYSTEM)
 from labeler.io._base import GradeMap, Locator, _as_id, _as_text, parse_grades
 from labeler.io.convert import is_irds, is_path, is_records, is_scores_dict, ranx_kind, table_of
-from labeler.io.readers import (_check_consistent, _rows, as_qrels, as_run, conform,
-                                read_corpus, read_labels, read_pairs, read_queries, read_runs)
+from labeler.io import readers as files
+from labeler.io.readers import _check_consistent, _rows, as_qrels, as_run, conform
 
 __all__ = ["as_corpus", "as_labels", "as_pairs", "as_qrels", "as_queries", "as_runs",
-           "chunk_texts"]
+           "chunk_texts", "read_corpus", "read_labels", "read_pairs", "read_queries",
+           "read_runs"]
 
 PairsLike: TypeAlias = (str | os.PathLike[str] | pd.DataFrame | Sequence[Mapping[str, Any]]
                         | Any)
 """A path, ``irds:<id>`` or dataset (its judged pairs), a DataFrame or records."""
+QrelsLike: TypeAlias = pd.DataFrame | str | os.PathLike[str] | Mapping[str, Mapping[str, int]]
+"""Qrels as a stage takes them: a path, a frame, ``{qid: {docid: grade}}``."""
+RunsLike: TypeAlias = (pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+                       | Mapping[str, Mapping[str, float]])
+"""Runs as a stage takes them: paths, a frame, ``{name: path}``, ``{qid: {docid: score}}``."""
+QueriesLike: TypeAlias = pd.DataFrame | str | os.PathLike[str] | Mapping[str, str] | None
+"""Query texts: a path, a frame, ``{qid: text}``."""
 
 
 def _frame(obj: Any, kind: str, cols: tuple[str, ...], what: str) -> tuple[pd.DataFrame, str]:
@@ -51,7 +59,7 @@ def as_pairs(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
     Usage: ``io.as_pairs("pairs.csv")`` or ``io.as_pairs(df)``
     """
     if is_path(obj):
-        return read_pairs(obj, fmt)
+        return files.read_pairs(obj, fmt)
     if is_irds(obj):
         from labeler.io import irds
 
@@ -90,7 +98,7 @@ def as_queries(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
 
     Usage: ``io.as_queries({"q1": "what is bm25"})``
     """
-    return _texts(obj, QUERY_COLUMNS, "queries", read_queries, fmt)
+    return _texts(obj, QUERY_COLUMNS, "queries", files.read_queries, fmt)
 
 
 def as_corpus(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
@@ -99,7 +107,7 @@ def as_corpus(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
 
     Usage: ``io.as_corpus("corpus.jsonl")``
     """
-    return _texts(obj, CORPUS_COLUMNS, "corpus", read_corpus, fmt)
+    return _texts(obj, CORPUS_COLUMNS, "corpus", files.read_corpus, fmt)
 
 
 def as_labels(obj: Any, grade_map: GradeMap = None, *, fmt: str | None = None,
@@ -111,7 +119,7 @@ def as_labels(obj: Any, grade_map: GradeMap = None, *, fmt: str | None = None,
     Usage: ``io.as_labels(result.records)``
     """
     if is_path(obj):
-        df = read_labels(obj, fmt, grade_map=grade_map, any_grade=any_grade)
+        df = files.read_labels(obj, fmt, grade_map=grade_map, any_grade=any_grade)
         df.attrs["path"] = str(obj)
         return df
     if is_irds(obj):
@@ -151,7 +159,7 @@ def as_runs(obj: Any) -> pd.DataFrame:
         _distinct([t for f in frames for t in f[SYSTEM].unique()])
         return pd.concat(frames, ignore_index=True)
     if isinstance(obj, (list, tuple)) and not is_records(obj):
-        return read_runs(list(obj))
+        return files.read_runs(list(obj))
     return as_run(obj)
 
 
@@ -178,3 +186,57 @@ def _distinct(tags: list[str]) -> None:
                              "(a 'system' column, or pass {name: run})")
         seen.add(tag)
 
+
+
+# ------------------------------------------------------------------- the public readers
+
+def read_pairs(path: Any, fmt: str | None = None) -> pd.DataFrame:
+    """Pairs to label: ``query_id, query, chunk_id, chunk`` (extra columns kept), from a file
+    (:func:`labeler.io.readers.read_pairs`) or anything :func:`as_pairs` takes.
+
+    Usage: ``io.read_pairs("pairs.jsonl")``
+    """
+    return as_pairs(path, fmt=fmt)
+
+
+def read_queries(path: Any, fmt: str | None = None) -> pd.DataFrame:
+    """Queries: ``query_id, query`` from a file (TSV ``id<TAB>text`` accepted), ``irds:<id>``,
+    a DataFrame, records or ``{id: text}`` (:func:`as_queries`).
+
+    Usage: ``io.read_queries("queries.tsv")``
+    """
+    return as_queries(path, fmt=fmt)
+
+
+def read_corpus(path: Any, fmt: str | None = None) -> pd.DataFrame:
+    """Corpus: ``chunk_id, chunk`` from a file (``docid/doc`` and ``id/text`` understood),
+    ``irds:<id>`` (every document: stages fetch only the ones they need), a DataFrame,
+    records or ``{id: text}`` (:func:`as_corpus`).
+
+    Usage: ``io.read_corpus("corpus.jsonl")``
+    """
+    return as_corpus(path, fmt=fmt)
+
+
+def read_labels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
+                *, any_grade: bool = False) -> pd.DataFrame:
+    """Label records from a file (a plain qrels file is all ``ok``) or anything
+    :func:`as_labels` takes. ``any_grade``: any integer is a grade, not only 0-3.
+
+    Usage: ``io.read_labels("labels.jsonl")``
+    """
+    return as_labels(path, grade_map, fmt=fmt, any_grade=any_grade)
+
+
+def read_runs(paths: Any, fmt: str | None = None) -> pd.DataFrame:
+    """Several runs as one DataFrame: paths, ``"NAME=PATH"`` or ``(NAME, PATH)`` (PATH may be
+    ``irds:<id>``; :func:`labeler.io.readers.read_runs`), or anything :func:`as_runs` takes
+    (``{name: run}``, ranx Runs ...).
+
+    Usage: ``io.read_runs(["bm25=bm25.run", "dense.run"])``
+    """
+    if isinstance(paths, (list, tuple)) and all(
+            is_path(p) or is_irds(p) or (isinstance(p, tuple) and not hasattr(p, "_fields"))
+            for p in paths):
+        return files.read_runs(paths, fmt)
+    return as_runs(paths)

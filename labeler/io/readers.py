@@ -30,10 +30,6 @@ def read_pairs(path: Any, fmt: str | None = None) -> pd.DataFrame:
     chunk id given two different texts is an error naming both lines. Not a path: see
     :func:`labeler.io.as_pairs` (``irds:<id>``, a DataFrame, records).
     """
-    if not is_path(path):
-        from labeler.io.edges import as_pairs
-
-        return as_pairs(path, fmt=fmt)
     df, loc = read_table(path, fmt)
     df = conform(df, "pairs", PAIR_COLUMNS, path, "pairs").copy()
     for col in ("query_id", "chunk_id"):
@@ -64,10 +60,6 @@ def _check_consistent(df: pd.DataFrame, id_col: str, text_col: str, path: PathLi
 def read_queries(path: Any, fmt: str | None = None) -> pd.DataFrame:
     """Queries: ``query_id, query`` (TSV ``id<TAB>text`` accepted); ``irds:<id>``, a
     DataFrame, records or ``{id: text}`` too (:func:`labeler.io.as_queries`)."""
-    if not is_path(path):
-        from labeler.io.edges import as_queries
-
-        return as_queries(path, fmt=fmt)
     return _read_texts(path, fmt, QUERY_COLUMNS, "queries")
 
 
@@ -75,10 +67,6 @@ def read_corpus(path: Any, fmt: str | None = None) -> pd.DataFrame:
     """Corpus: ``chunk_id, chunk`` (TSV ``id<TAB>text`` accepted; ``docid/doc`` and
     ``id/text`` column names are understood); ``irds:<id>`` (every document: stages fetch
     only the ones they need), a DataFrame, records or ``{id: text}`` too."""
-    if not is_path(path):
-        from labeler.io.edges import as_corpus
-
-        return as_corpus(path, fmt=fmt)
     return _read_texts(path, fmt, CORPUS_COLUMNS, "corpus")
 
 
@@ -371,12 +359,6 @@ def read_runs(paths: Sequence[RunSpec], fmt: str | None = None
     ``(NAME, PATH)`` (the name wins over the file's tag), PATH may be ``irds:<id>``. Two runs
     with the same name are an error that suggests NAME=PATH. Anything else
     :func:`labeler.io.as_runs` takes (``{name: run}``, ranx Runs ...) goes there."""
-    if not isinstance(paths, (list, tuple)) or not all(
-            is_path(p) or is_irds(p) or (isinstance(p, tuple) and not hasattr(p, "_fields"))
-            for p in paths):
-        from labeler.io.edges import as_runs
-
-        return as_runs(paths)
     frames = []
     seen: dict[str, PathLike] = {}
     for spec in paths:
@@ -396,10 +378,6 @@ def read_labels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
     """Label records. A plain qrels file is accepted: every row becomes ``ok``.
     ``any_grade``: any integer is a grade (label sets used for scoring), not only 0-3.
     Not a path: anything :func:`labeler.io.as_labels` takes."""
-    if not is_path(path):
-        from labeler.io.edges import as_labels
-
-        return as_labels(path, grade_map, fmt=fmt, any_grade=any_grade)
     p = _check_exists(path)
     kind = detect_format(p, fmt)
     if kind == "trec":

@@ -13,8 +13,8 @@ from labeler._lazy import lazy_names
 
 _NAMES = {
     "label": "stage",
-    "LabelResult": "stage",
-    "LabelSummary": "stage",
+    "LabelResult": "result",
+    "LabelSummary": "result",
     "pool": "pooling",
     "pool_pairs": "pooling",
     "LabelCache": "cache",

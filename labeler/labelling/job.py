@@ -126,7 +126,6 @@ class Job:
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
         loop = asyncio.get_running_loop()
-        old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
         def handler(signum: int, frame: Any) -> None:
             if self.interrupted:
@@ -134,13 +133,7 @@ class Job:
             self.interrupted = signum
             loop.call_soon_threadsafe(self.interrupt, signum)
 
-        for sig in old:
-            signal.signal(sig, handler)
-
-        def restore() -> None:
-            for sig, previous in old.items():
-                signal.signal(sig, previous)
-        return restore
+        return on_stop_signals(handler)
 
     def interrupt(self, signum: int) -> None:
         """Stop the job as SIGINT/SIGTERM asks: every pair not judged yet is recorded
@@ -441,3 +434,19 @@ class _Progress:
 
     def close(self) -> None:
         self._shown.close(self._info())
+
+
+def on_stop_signals(handler: Callable[[int, Any], None]) -> Callable[[], None]:
+    """``handler`` for SIGINT and SIGTERM until the returned function puts the previous
+    handlers back (call from the main thread).
+
+    Usage: ``restore = on_stop_signals(handler); ...; restore()``
+    """
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in old:
+        signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
+    return restore

@@ -62,6 +62,8 @@ def label(pairs: io.PairsLike, *, model: str | None = None, judge: JudgeConfig |
     notebooks
     (with a progress bar there). ``batch=True`` goes through the Batch API instead
     (:mod:`labeler.labelling.batch`; ``batch_prices`` override its half-price estimate).
+    ``engine="ray"`` sends the requests through Ray Data actors
+    (:mod:`labeler.labelling.ray_engine`; cache, records and exit status as locally).
 
     Usage::
 
@@ -86,6 +88,11 @@ def label(pairs: io.PairsLike, *, model: str | None = None, judge: JudgeConfig |
 
             return batch_job(df, the_judge, cfg, cache=cache, retry=policy, prices=prices,
                              batch_prices=batch_prices)
+        if cfg.engine == "ray" and not the_judge.offline:
+            from labeler.labelling.ray_engine import ray_label
+
+            return ray_label(df, the_judge, cfg, cache=cache, retry=policy, prices=prices,
+                             progress=progress)
         return label_pairs(df, the_judge, cache=cache, concurrency=cfg.concurrency,
                            rpm=cfg.rpm, tpm=cfg.tpm, retry=policy, prices=prices,
                            progress=progress)

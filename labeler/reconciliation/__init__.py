@@ -14,21 +14,18 @@ from labeler._lazy import lazy_names
 _NAMES = {
     "reconcile": "stage",
     "Reconciliation": "stage",
-    "agreement": "agreement",
     "AgreementReport": "agreement",
-    "calibrate": "calibrate",
     "Calibration": "calibrate",
-    "blend": "blend",
-    "leaderboard": "leaderboard",
     "Leaderboard": "leaderboard",
     "compare": "comparison",
     "Comparison": "comparison",
     "sample_queries": "sample",
-    "plan": "plan",
     "Plan": "plan",
     "propose_sample": "sample",
 }
 __all__ = ["AgreementReport", "Calibration", "Comparison", "Leaderboard", "Plan",
-           "Reconciliation", "agreement", "blend", "calibrate", "compare", "leaderboard", "plan",
-           "propose_sample", "reconcile", "sample_queries"]
+           "Reconciliation", "compare", "propose_sample", "reconcile", "sample_queries"]
+# agreement(), calibrate(), blend(), leaderboard() and plan() are reached through their modules
+# (labeler.reconciliation.agreement.agreement ...): a package attribute named like a submodule
+# becomes that submodule once it is imported.
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -18,17 +18,16 @@ Usage::
 from __future__ import annotations
 
 import math
-import os
 import warnings
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
 from labeler import fmt, io
+from labeler.io.edges import QrelsLike, QueriesLike, RunsLike
 
 from labeler.scoring import results as scoring
 from labeler.statistics.ranking import ranking_block
@@ -37,10 +36,6 @@ from labeler.errors import ConfigError, InputError
 if TYPE_CHECKING:
     from labeler.statistics.verdicts import Progress, Significance, StatsOptions
 
-QrelsLike: TypeAlias = pd.DataFrame | str | os.PathLike[str] | Mapping[str, Mapping[str, int]]
-RunsLike: TypeAlias = (pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-            | Mapping[str, Mapping[str, float]])
-QueriesLike: TypeAlias = pd.DataFrame | str | os.PathLike[str] | Mapping[str, str] | None
 
 IDEAL_SYSTEM = "llm-ideal"
 """The tag of the ranking induced by the LLM labels (see :attr:`Comparison.ideal`)."""

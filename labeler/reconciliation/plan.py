@@ -27,7 +27,7 @@ import pandas as pd
 
 from labeler import io
 from labeler.errors import InputError
-from labeler.reconciliation.comparison import QrelsLike, RunsLike
+from labeler.io.edges import QrelsLike, RunsLike
 from labeler.statistics import planning
 
 KINDS = ("ppi", "human_only")

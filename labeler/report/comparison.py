@@ -17,18 +17,19 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labeler import fmt, io
 from labeler.errors import InputError
+from labeler.report.escape import md_escape
 
 if TYPE_CHECKING:
     import jinja2
 
-    from labeler.reconciliation.comparison import Comparison
+    from labeler.report.shapes import ComparisonView
+
 
 DEFAULT_TITLE = "Human vs LLM labels"
 MAX_TABLE_ROWS = 1000
@@ -45,23 +46,8 @@ AGREEMENT_STATS: tuple[tuple[str, str], ...] = (
     ("mean_signed_difference", "mean signed difference (LLM − human)"),
 )
 
-_MD_CHARS = re.compile(r"([\\`*_\[\]|#~<>&])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
 
 # ---------------------------------------------------------------------- escaping
-
-def md_escape(value: Any) -> str:
-    """Text safe in a Markdown table cell: Markdown syntax, HTML brackets, ampersands and
-    pipes backslash-escaped (readable as plain text too: no HTML entities), line breaks
-    flattened."""
-    s = " ".join(_CONTROL.sub(" ", str(value)).split())
-    return _MD_CHARS.sub(r"\\\1", s)
-
-
-def plain(value: Any) -> str:
-    """Text safe on a terminal: control characters (escape sequences) removed."""
-    return _CONTROL.sub("", str(value))
 
 
 fmt_num = fmt.num
@@ -156,7 +142,7 @@ def _leniency(delta: Any) -> str:
     return "" if not f else ("lenient" if f > 0 else "strict")
 
 
-def _context(c: Comparison, title: str, agreement: dict[str, Any] | None,
+def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
              judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None
              ) -> dict[str, Any]:
     from labeler.report.text import (
@@ -213,7 +199,7 @@ def _env(autoescape: bool) -> jinja2.Environment:
 
 # ---------------------------------------------------------------------- renderers
 
-def render_markdown(comparison: Comparison, title: str = DEFAULT_TITLE,
+def render_markdown(comparison: ComparisonView, title: str = DEFAULT_TITLE,
                     agreement: Any = None, judge: Mapping[str, Any] | None = None,
                     drift: Mapping[str, Any] | None = None) -> str:
     """The comparison as Markdown (tables; data strings escaped)."""
@@ -221,7 +207,7 @@ def render_markdown(comparison: Comparison, title: str = DEFAULT_TITLE,
     return _env(autoescape=False).get_template("report.md.j2").render(**ctx)
 
 
-def render_html(comparison: Comparison, title: str = DEFAULT_TITLE,
+def render_html(comparison: ComparisonView, title: str = DEFAULT_TITLE,
                 agreement: Any = None, judge: Mapping[str, Any] | None = None,
                 drift: Mapping[str, Any] | None = None) -> str:
     """The comparison as one self-contained HTML page with inline PNG plots."""
@@ -238,7 +224,7 @@ def render_html(comparison: Comparison, title: str = DEFAULT_TITLE,
     return _env(autoescape=True).get_template("report.html.j2").render(images=images, **ctx)
 
 
-def render_text(comparison: Comparison) -> str:
+def render_text(comparison: ComparisonView) -> str:
     """A plain-text summary for the terminal: the pair verdicts first, then the runs."""
     from labeler.report.text import render_text as _render
 
@@ -247,7 +233,7 @@ def render_text(comparison: Comparison) -> str:
 
 # ---------------------------------------------------------------------- writer
 
-def write_report(comparison: Comparison, out_dir: str | os.PathLike[str],
+def write_report(comparison: ComparisonView, out_dir: str | os.PathLike[str],
                  agreement: Any = None, title: str = DEFAULT_TITLE,
                  judge: Mapping[str, Any] | None = None,
                  drift: Mapping[str, Any] | None = None) -> dict[str, Path]:

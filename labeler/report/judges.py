@@ -1,6 +1,6 @@
 """The judges leaderboard as ``report.json``, ``report.md`` and a self-contained ``report.html``.
 
-Data strings are escaped (jinja2 autoescaping in HTML, :func:`labeler.report.comparison.md_escape`
+Data strings are escaped (jinja2 autoescaping in HTML, :func:`labeler.report.escape.md_escape`
 in
 Markdown); the HTML's confusion matrices are inline PNGs (:mod:`labeler.report.plots`).
 
@@ -18,15 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from labeler import fmt, io
 from labeler.errors import InputError
-from labeler.report.comparison import md_escape
+from labeler.report.escape import md_escape
 
 if TYPE_CHECKING:
-    from labeler.reconciliation.leaderboard import Leaderboard
+    from labeler.report.shapes import LeaderboardView
+
 
 DEFAULT_TITLE = "Which judge agrees with the humans?"
 
 
-def _context(board: Leaderboard, title: str) -> dict[str, Any]:
+def _context(board: LeaderboardView, title: str) -> dict[str, Any]:
     judges = []
     for rank, (name, rep) in enumerate(board.judges.items(), 1):
         ci = (rep.ci or {}).get("krippendorff_alpha_ordinal")
@@ -43,7 +44,7 @@ def _context(board: Leaderboard, title: str) -> dict[str, Any]:
             "ci_note": _ci_note(board)}
 
 
-def _ci_note(board: Leaderboard) -> str | None:
+def _ci_note(board: LeaderboardView) -> str | None:
     """What the intervals are: ``95% CI: percentile bootstrap, 1000 resamples of whole
     queries`` (None without intervals)."""
     ci = next((rep.ci for rep in board.judges.values() if rep.ci), None)
@@ -65,12 +66,12 @@ def _env(autoescape: bool) -> Any:
     return env
 
 
-def render_markdown(board: Leaderboard, title: str = DEFAULT_TITLE) -> str:
+def render_markdown(board: LeaderboardView, title: str = DEFAULT_TITLE) -> str:
     """The leaderboard, confusion matrices and disputed pairs as Markdown."""
     return str(_env(False).get_template("judges.md.j2").render(**_context(board, title)))
 
 
-def render_html(board: Leaderboard, title: str = DEFAULT_TITLE) -> str:
+def render_html(board: LeaderboardView, title: str = DEFAULT_TITLE) -> str:
     """One self-contained HTML page (inline CSS, confusion matrices as PNG data URIs)."""
     from labeler.report import plots
     images = {name: plots.to_data_uri(plots.confusion_heatmap(rep.confusion_matrix))
@@ -79,7 +80,7 @@ def render_html(board: Leaderboard, title: str = DEFAULT_TITLE) -> str:
         images=images, **_context(board, title)))
 
 
-def write_judges_report(board: Leaderboard, out_dir: str | os.PathLike[str],
+def write_judges_report(board: LeaderboardView, out_dir: str | os.PathLike[str],
                         title: str = DEFAULT_TITLE) -> dict[str, Path]:
     """Write ``report.json``, ``report.md`` and ``report.html`` into ``out_dir`` atomically.
 

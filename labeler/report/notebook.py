@@ -16,14 +16,13 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from labeler import fmt
+
 if TYPE_CHECKING:
     import pandas as pd
 
-    from labeler.reconciliation.agreement import AgreementReport
-    from labeler.reconciliation.comparison import Comparison
-    from labeler.labelling.result import LabelResult
-    from labeler.reconciliation.stage import Reconciliation
-    from labeler.scoring.results import ScoreResult
+    from labeler.report.shapes import (AgreementView, ComparisonView, LabelResultView,
+                                       ReconciliationView, ScoreResultView)
+
 
 __all__ = ["JupyterProgress", "agreement_html", "comparison_html", "in_notebook", "label_html",
            "reconciliation_html", "score_html"]
@@ -60,7 +59,7 @@ def _missing(v: Any) -> bool:
         return False
 
 
-def label_html(result: LabelResult) -> str:
+def label_html(result: LabelResultView) -> str:
     """The job's summary line, then the first records."""
     s = result.summary
     cols = [c for c in ("query_id", "chunk_id", "grade", "status", "rationale", "error")
@@ -69,14 +68,14 @@ def label_html(result: LabelResult) -> str:
             + _frame(result.records[cols], "label records"))
 
 
-def score_html(result: ScoreResult) -> str:
+def score_html(result: ScoreResultView) -> str:
     """The per-run summary: run, k, mean, median, queries, judged share."""
     cols = ["system", "k", "mean", "median", "n_queries", "n_empty", "judged_share"]
     return _frame(result.summary[[c for c in cols if c in result.summary.columns]],
                   "NDCG@k per run", limit=50)
 
 
-def comparison_html(c: Comparison) -> str:
+def comparison_html(c: ComparisonView) -> str:
     """Runs under human and LLM labels, and the order correlation."""
     cols = ["system", "human", "llm", "delta", "rank_human", "rank_llm"]
     tail = (f"<p>Kendall's tau {fmt.num(c.kendall_tau)}, Spearman's rho "
@@ -92,7 +91,7 @@ _AGREEMENT_ROWS = (("n", "pairs judged by both"), ("exact_agreement", "exact agr
                    ("mean_signed_difference", "mean signed difference (LLM - human)"))
 
 
-def agreement_html(r: AgreementReport | Mapping[str, Any]) -> str:
+def agreement_html(r: AgreementView | Mapping[str, Any]) -> str:
     """The headline agreement statistics with their intervals, and the confusion matrix."""
     d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
     ci = d.get("ci") or {}
@@ -104,7 +103,7 @@ def agreement_html(r: AgreementReport | Mapping[str, Any]) -> str:
     return table(rows, ["statistic", "value", "95% CI"], "agreement with human labels") + grid
 
 
-def reconciliation_html(rec: Reconciliation) -> str:
+def reconciliation_html(rec: ReconciliationView) -> str:
     """Agreement (if any), then the merged label counts."""
     counts = rec.merged_counts
     parts = [agreement_html(rec.agreement)] if rec.agreement is not None else [

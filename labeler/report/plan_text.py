@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from labeler.report.comparison import plain
+from labeler.report.escape import plain
 
 
 def _n(n: Any, now: int) -> str:

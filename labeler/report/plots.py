@@ -23,7 +23,8 @@ import numpy as np
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from labeler.reconciliation.comparison import Comparison
+    from labeler.report.shapes import ComparisonView
+
 
 _BLUE = "#2c6fbb"
 _ORANGE = "#d9822b"
@@ -48,7 +49,7 @@ def _label(text: Any) -> str:
     return s.replace("$", r"\$")
 
 
-def ndcg_scatter(comparison: Comparison) -> Figure:
+def ndcg_scatter(comparison: ComparisonView) -> Figure:
     """Each run's mean NDCG@k under human (x) and LLM (y) labels with its 95% interval under
     each label set as error bars, and the diagonal y = x."""
     k = comparison.k
@@ -69,9 +70,11 @@ def ndcg_scatter(comparison: Comparison) -> Figure:
         ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="none", ecolor=_BLUE, alpha=0.45,
                     elinewidth=1.2, capsize=3, zorder=2, label="95% interval over queries")
     ax.scatter(x, y, s=46, color=_BLUE, zorder=3, edgecolor="white", linewidth=0.8)
+    named = _runs_to_name(list(runs["system"]), x, y)
     for tag, xi, yi in zip(runs["system"], x, y):
-        ax.annotate(_label(tag), (xi, yi), xytext=(5, 4), textcoords="offset points",
-                    fontsize=8, color="#333333")
+        if tag in named:
+            ax.annotate(_label(tag), (xi, yi), xytext=(5, 4), textcoords="offset points",
+                        fontsize=8, color="#333333")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_aspect("equal", adjustable="box")
@@ -80,10 +83,29 @@ def ndcg_scatter(comparison: Comparison) -> Figure:
     ax.set_title("Runs: human vs LLM labels", fontsize=11)
     ax.grid(alpha=0.25)
     ax.legend(loc="upper left", fontsize=8, frameon=False)
+    if len(named) < len(x):
+        ax.text(0.99, 0.01, f"named: the top {SCATTER_TOP} under each label set and the run "
+                "the labels move most", ha="right", va="bottom", fontsize=7, color=_GREY,
+                transform=ax.transAxes)
     if not len(x):
         ax.text(0.5, 0.5, "no run has a mean under both label sets", ha="center",
                 va="center", transform=ax.transAxes, color=_GREY)
     return fig
+
+
+SCATTER_TOP = 3
+"""With more than 6 runs, the scatter names only the top runs under each label set and the
+one whose mean the LLM labels move most (all names overlap otherwise)."""
+
+
+def _runs_to_name(systems: list[str], x: np.ndarray, y: np.ndarray) -> set[str]:
+    """The runs whose points get a name: all of up to 6, else the leaders and the outlier."""
+    if len(systems) <= 6:
+        return set(systems)
+    keep = {systems[i] for i in np.argsort(-x, kind="stable")[:SCATTER_TOP]}
+    keep |= {systems[i] for i in np.argsort(-y, kind="stable")[:SCATTER_TOP]}
+    keep.add(systems[int(np.argmax(np.abs(y - x)))])
+    return keep
 
 
 def _error_bars(sig: Any, systems: Any, means: np.ndarray, label: str) -> np.ndarray:
@@ -96,7 +118,7 @@ def _error_bars(sig: Any, systems: Any, means: np.ndarray, label: str) -> np.nda
     return out
 
 
-def delta_distribution(comparison: Comparison) -> Figure:
+def delta_distribution(comparison: ComparisonView) -> Figure:
     """Per-query deltas (LLM − human NDCG@k): histogram of all, and a box per run."""
     k = comparison.k
     pq = comparison.per_query.dropna(subset=["delta"])
@@ -158,7 +180,7 @@ def confusion_heatmap(matrix: Sequence[Sequence[int]], grades: Sequence[int] = (
     return fig
 
 
-def ideal_change(comparison: Comparison) -> Figure:
+def ideal_change(comparison: ComparisonView) -> Figure:
     """Per query: human NDCG@k of the chunks ranked by LLM grade (1.0 = same ideal order)."""
     ideal = comparison.ideal.sort_values(["ndcg", "query_id"], kind="stable")
     fig = _figure(5.6, max(3.0, 1.1 + 0.22 * len(ideal)))

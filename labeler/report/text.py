@@ -13,16 +13,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from labeler import fmt
-from labeler.report.comparison import plain
+from labeler.report.escape import plain
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from labeler.reconciliation.comparison import Comparison
-    from labeler.statistics.verdicts import Significance
+    from labeler.report.shapes import ComparisonView, SignificanceView
 
 
-def render_text(comparison: Comparison) -> str:
+def render_text(comparison: ComparisonView) -> str:
     """A plain-text summary for the terminal: the pair verdicts first, then the runs.
 
     Usage: ``print(render_text(compare(human=human, llm=llm, runs=runs)))``
@@ -73,7 +72,7 @@ def render_text(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def swap_significance(c: Comparison) -> str:
+def swap_significance(c: ComparisonView) -> str:
     """Whether the swapped pairs are significant differences, as a sentence (no final
     period): ``"Neither swap is a significant difference under either label set"``; ``""``
     without swaps."""
@@ -97,7 +96,7 @@ MAX_PAIR_LINES = 50
 """The terminal lists at most this many pairs that differ."""
 
 
-def ppi_words(sig: Significance) -> str:
+def ppi_words(sig: SignificanceView) -> str:
     """What the PPI intervals are intervals of, in one sentence."""
     o = sig.options
     what = ("the mean over these queries under full human labelling" if o.ppi_target ==
@@ -111,7 +110,7 @@ def ppi_words(sig: Significance) -> str:
             f"p-values and simultaneous intervals over the pairs.")
 
 
-def test_words(sig: Significance) -> str:
+def test_words(sig: SignificanceView) -> str:
     """The test in words: ``"paired t-test, Holm-corrected, alpha 0.05"``."""
     o = sig.options
     return f"{o.test_name}, Holm-corrected, alpha {o.alpha:g}"
@@ -124,7 +123,7 @@ def by_human_rank(runs: pd.DataFrame) -> pd.DataFrame:
                             kind="stable", na_position="last")
 
 
-def scope_line(c: Comparison) -> str:
+def scope_line(c: ComparisonView) -> str:
     """What each mean, interval and rank is over, in one sentence."""
     n = c.significance.n_shared
     shared = (f"Ranks are by the means over the {n} quer{'y' if n == 1 else 'ies'} every run "
@@ -160,7 +159,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _pair_lines(c: Comparison) -> list[str]:
+def _pair_lines(c: ComparisonView) -> list[str]:
     """The pairs that differ under at least one label set, with their adjusted p-values."""
     pairs = c.significance.pairs
     shown = pairs.loc[pairs["verdict"] != "unresolved"]
@@ -181,7 +180,7 @@ def _pair_lines(c: Comparison) -> list[str]:
     return [intro, *_table(header, rows), *tail, VERDICT_WORDS]
 
 
-def _ppi_lines(c: Comparison) -> list[str]:
+def _ppi_lines(c: ComparisonView) -> list[str]:
     sig = c.significance
     header = ["run", f"PPI {c.label}", "95% CI", "human-judged queries"]
     rows = []

@@ -16,19 +16,42 @@ Usage::
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from labeler.scoring.figures import Figures
+
+class FiguresView(Protocol):
+    """A scoring's figures as flat arrays (what :class:`labeler.scoring.figures.Figures`
+    holds): every figure per (system, query, measure key)."""
+
+    @property
+    def systems(self) -> list[str]: ...
+
+    @property
+    def keys(self) -> list[str]: ...
+
+    @property
+    def v_system(self) -> np.ndarray: ...
+
+    @property
+    def v_query(self) -> Any: ...
+
+    @property
+    def v_measure(self) -> np.ndarray: ...
+
+    @property
+    def v_value(self) -> np.ndarray: ...
+
+    @property
+    def v_in_run(self) -> np.ndarray: ...
 
 
 def _line(name: str, qid: str, value: str) -> str:
     return f"{name:<22}\t{qid}\t{value}"
 
 
-def trec_eval_text(figures: Figures, names: list[tuple[str, str]], complete: bool = False,
+def trec_eval_text(figures: FiguresView, names: list[tuple[str, str]], complete: bool = False,
                    per_query: bool = False) -> str:
     """The text trec_eval prints for each run of ``figures``; ``names`` lists (value key,
     printed name) of each figure in output order."""

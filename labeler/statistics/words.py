@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 if TYPE_CHECKING:
-    from labeler.statistics.verdicts import Significance
+    from labeler.report.shapes import SignificanceView as Significance
 
 
 def _plural(n: int, one: str, many: str) -> str:

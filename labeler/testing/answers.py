@@ -28,6 +28,8 @@ ECHOED_SCHEMA = json.dumps({"type": "object", "properties": {
     "grade": {"type": "integer", "enum": [0, 1, 2, 3]}, "rationale": {"type": "string"}},
     "required": ["grade", "rationale"]})
 """What a small model answers in JSON mode when the server does not constrain it: the schema."""
+SERVER_ERROR_PAGE = "500 Internal Server Error: upstream connect error or disconnect/reset"
+"""The plain-text body of a ``server_error_text`` fault (a proxy's error page, not JSON)."""
 
 
 class Outcome:
@@ -126,6 +128,8 @@ def decide(state: ServerState, body: dict[str, Any], headers: dict[str, str],
         return error(429, fault=fault, headers=after)
     if fault in ("server_error", "unavailable", "fail_first"):
         return error(500 if fault == "server_error" else 503, fault=fault)
+    if fault == "server_error_text":
+        return Outcome(500, fault=fault, text=SERVER_ERROR_PAGE)
     if fault == "disconnect":
         return Outcome(fault=fault, drop=True)
     state.count_answer()

@@ -30,7 +30,7 @@ SCHEMA_FIELDS = {"llamacpp": "response_format.schema", "vllm": "guided_json", "o
 OWNED_BY = {"llamacpp": "llamacpp", "vllm": "vllm", "ollama": "library"}
 """``owned_by`` of the ``/v1/models`` listing in each server-like mode (else ``labeler``)."""
 FAULTS = ("rate_limit", "server_error", "unavailable", "timeout", "disconnect", "malformed",
-          "out_of_range", "drip", "bad_body")
+          "out_of_range", "drip", "bad_body", "server_error_text")
 """Random faults of a FaultPlan, in the order their rates are stacked on [0, 1)."""
 BAD_BODIES = ("choices_object", "choices_int", "no_choices", "usage_text", "negative_usage",
               "logprob_text", "message_list", "not_json", "huge_usage", "float_usage",
@@ -139,7 +139,8 @@ class FaultPlan:
     ``retry_after`` is the 429's Retry-After (seconds); ``retry_after_header`` sends that
     exact text instead (``"nan"``, ``"-5"``, an HTTP date). ``timeout`` hangs ``hang_s``
     seconds; ``drip`` sends the headers at once, then the body 16 bytes every ``drip_s``
-    seconds. ``bad_body`` answers 200 with a malformed body of kind ``bad_body_kind``
+    seconds. ``server_error_text`` answers 500 with a plain-text body (a proxy's error
+    page), not JSON. ``bad_body`` answers 200 with a malformed body of kind ``bad_body_kind``
     (:data:`BAD_BODIES`). A request whose text holds ``refuse_marker`` gets a 400 of kind
     ``refuse_kind`` (:data:`REFUSALS`): a refusal that concerns that pair only.
     """
@@ -153,6 +154,7 @@ class FaultPlan:
     out_of_range: float = 0.0
     drip: float = 0.0
     bad_body: float = 0.0
+    server_error_text: float = 0.0
     retry_after: float = 0.1
     retry_after_header: str | None = None
     hang_s: float = 30.0
