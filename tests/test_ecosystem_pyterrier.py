@@ -78,10 +78,13 @@ def test_experiment_on_llm_qrels_equals_labeler_score(tmp_path: Path) -> None:
     from pyterrier.measures import AP, nDCG
 
     table = pt.Experiment(pipes, topics, llm_qrels, [nDCG @ 10, AP], names=list(runs))
-    ours = labeler.score(labeler.label(pooled, model="lexical").records, runs, measures=["AP"])
+    ours = labeler.score(labeler.label(pooled, model="lexical").records, runs,
+                         measures=["nDCG@10", "AP"])
     for row in table.to_dict("records"):
         assert row["nDCG@10"] == pytest.approx(ours.mean(row["name"], 10), abs=1e-12)
         assert row["AP"] == pytest.approx(ours.mean(row["name"], measure="AP"), abs=1e-12)
     as_pt = ours.to_pyterrier().set_index("name")
-    assert as_pt.loc["bert", "ndcg@10"] == pytest.approx(table.set_index("name").loc[
+    assert as_pt.loc["bert", "nDCG@10"] == pytest.approx(table.set_index("name").loc[
         "bert", "nDCG@10"], abs=1e-12)
+    default = labeler.score(labeler.label(pooled, model="lexical").records, runs)
+    assert list(default.to_pyterrier().columns) == ["name", "nDCG@10"]  # named as PyTerrier does

@@ -251,11 +251,15 @@ class ScoreResult:
             import pandas as pd
 
         runs = self.to_dict()["runs"]
+
+        def named(key: str) -> str:   # ir_measures' name, as pt.Experiment writes it
+            return "nDCG@" + key[5:] if key.startswith("ndcg@") else key
+
         if perquery:
-            rows = [(name, q, key, v) for name, entry in runs.items()
+            rows = [(name, q, named(key), v) for name, entry in runs.items()
                     for key, block in entry.items() for q, v in block["per_query"].items()]
             return pd.DataFrame(rows, columns=["name", "qid", "measure", "value"])
-        return pd.DataFrame([{"name": name, **{key: block["mean"] for key, block in
+        return pd.DataFrame([{"name": name, **{named(key): block["mean"] for key, block in
                                                entry.items()}}
                              for name, entry in runs.items()])
 
