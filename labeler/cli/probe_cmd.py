@@ -3,7 +3,7 @@
 Usage::
 
     labeler probe --model gpt-4o-mini
-    labeler probe --model qwen2.5:7b --base-url http://localhost:11434/v1 --pairs 40 --json
+    labeler probe --model qwen2.5:7b --base-url http://localhost:11434/v1 --n 40 --json
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ Examples:
   labeler probe --model qwen2.5:7b --base-url http://localhost:11434/v1
 """)
 @judge_options(exclude=("examples", "shots"))
-@click.option("--pairs", "n_pairs", type=click.IntRange(min=1, max=100), default=20,
-              show_default=True, help="How many real pairs of the bundled sample to probe.")
+@click.option("--n", "--pairs", "n_pairs", type=click.IntRange(min=1, max=100), default=20,
+              show_default=True, metavar="N",
+              help="How many real pairs of the bundled sample to probe (a count, as in "
+                   "`sample --n`; --pairs is its older name).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Which pairs of the sample (chosen deterministically from the seed).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),

@@ -109,11 +109,12 @@ class Leaderboard:
         frame = self.to_frame()
         width = max([5, *map(len, frame["judge"])])
         head = (f"{'#':>3} {'judge':<{width}} {'alpha':>8} {'kappa':>8} {'k_lin':>8} "
-                f"{'k_quad':>8} {'exact':>8} {'binary':>8} {'lean':>8}")
+                f"{'k_quad':>8} {'exact':>8} {'binary':>8} {'LLM-hum':>8}")
         has_tau = any(v is not None for v in self.kendall_tau.values())
         head += f" {'tau':>8}" if has_tau else ""
         lines = [(f"{len(frame)} judges on the {self.n} pairs that all of them and the "
-                  "humans judged (ranked by Krippendorff's alpha, ordinal)"), head]
+                  "humans judged (ranked by Krippendorff's alpha, ordinal; LLM-hum: the mean "
+                  "signed difference, LLM grade minus human grade)"), head]
         for rank, (name, rep) in enumerate(self.judges.items(), 1):
             cells = [fmt.num(getattr(rep, key), signed=key == "mean_signed_difference")
                      for key in HEADLINE]
