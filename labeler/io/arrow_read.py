@@ -22,6 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from labeler.io.lines import read_space_separated
+
 __all__ = ["read_qrels_arrow", "read_runs_arrow", "split_run_spec"]
 
 _TREC_EXTS = (".qrels", ".run", ".trec")
@@ -53,20 +55,11 @@ def _kind(path: Any, fmt: str | None) -> str | None:
 
 def _read_trec(path: Any, names: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
     import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
 
     from labeler._arrow import plain_fields
 
-    try:
-        table = pcsv.read_csv(
-            path, read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
-                                            escape_char=False, ignore_empty_lines=True),
-            convert_options=pcsv.ConvertOptions(column_types=types, null_values=[],
-                                                strings_can_be_null=False))
-    except (pa.ArrowException, UnicodeDecodeError, OSError):
-        return None
-    if table.num_rows == 0:
+    table = read_space_separated(path, names, types)
+    if table is None:
         return None
     if pc.any(pc.starts_with(table.column(names[0]), "#")).as_py():
         return None   # comment lines

@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterator
 from io import TextIOWrapper
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from labeler.errors import InputError
 
@@ -117,3 +117,25 @@ def _run_check(parts: list[str]) -> str | None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def read_space_separated(path: Any, names: list[str], types: dict[str, Any]) -> Any:
+    """A whitespace-free, space-separated file (TREC qrels or run) read by pyarrow's CSV
+    reader into a table with ``names`` and ``types``; None where that reader cannot say the
+    same as the general one would (an error, no rows), so the caller falls back to it.
+
+    Usage: ``table = read_space_separated(path, ["query_id", "q0", ...], types)``
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    try:
+        table = pcsv.read_csv(
+            path, read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
+                                            escape_char=False, ignore_empty_lines=True),
+            convert_options=pcsv.ConvertOptions(column_types=types, null_values=[],
+                                                strings_can_be_null=False))
+    except (pa.ArrowException, UnicodeDecodeError, OSError):
+        return None
+    return table if table.num_rows else None

@@ -10,7 +10,7 @@ import pandas as pd
 
 from labeler.errors import InputError
 from labeler.io._base import Locator
-from labeler.io.lines import COMPRESSED, _is_comment, _text_lines
+from labeler.io.lines import COMPRESSED, _is_comment, _text_lines, read_space_separated
 
 # --------------------------------------------------------------------------- TREC
 
@@ -96,7 +96,6 @@ def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[st
         return None
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
 
     from labeler._arrow import plain_fields
 
@@ -104,16 +103,8 @@ def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[st
              else pa.dictionary(pa.int32(), pa.large_string()) for n in names}
     types.update({n: pa.float64() if kind == "float" else pa.int64()
                   for n, kind in numeric.items()})
-    try:
-        table = pcsv.read_csv(
-            p, read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
-                                            escape_char=False, ignore_empty_lines=True),
-            convert_options=pcsv.ConvertOptions(column_types=types, null_values=[],
-                                                strings_can_be_null=False))
-    except (pa.ArrowException, UnicodeDecodeError, OSError):
-        return None
-    if table.num_rows == 0:
+    table = read_space_separated(p, names, types)
+    if table is None:
         return None
     first = table.column(names[0])
     if pa.types.is_large_string(first.type) and pc.any(pc.starts_with(first, "#")).as_py():
