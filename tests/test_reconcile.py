@@ -211,3 +211,32 @@ def test_a_label_frame_with_an_ok_label_but_no_grade_is_refused() -> None:
                         "grade": pd.array([2, pd.NA], dtype="Int64"), "status": ["ok", "ok"]})
     with pytest.raises(InputError, match="row 2"):
         read_llm(llm)
+
+
+def test_reconcile_reads_and_checks_each_label_set_once(llmjudge: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """Validated once at the edge: agreement, calibration, audit and merge inside one
+    reconcile reuse the checked frames; what comes back is plain pandas."""
+    from labeler.reconciliation import agreement as agreement_module
+
+    calls = {"labels": 0, "qrels": 0}
+    as_labels, as_qrels = agreement_module.io.as_labels, agreement_module.io.as_qrels
+
+    def count(kind: str, fn):  # type: ignore[no-untyped-def]
+        def wrapped(*args, **kwargs):  # type: ignore[no-untyped-def]
+            calls[kind] += 1
+            return fn(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(agreement_module.io, "as_labels", count("labels", as_labels))
+    monkeypatch.setattr(agreement_module.io, "as_qrels", count("qrels", as_qrels))
+    rec = reconciliation.reconcile(llm=llmjudge / "willia-umbrela1.qrels",
+                                   human=llmjudge / "test-human.qrels", calibrate=True,
+                                   audit=True, bootstrap=50)
+    assert calls == {"labels": 1, "qrels": 1}
+    assert type(rec.merged) is pd.DataFrame and type(rec.audit) is pd.DataFrame
+    bad = read_llm(llmjudge / "willia-umbrela1.qrels")
+    bad.loc[0, "grade"] = 9   # a frame the user edits is checked again
+    with pytest.raises(InputError):
+        reconciliation.reconcile(llm=bad, human=llmjudge / "test-human.qrels")

@@ -43,6 +43,30 @@ _LABELS = list(GRADES)
 
 # --------------------------------------------------------------------------- inputs
 
+class CheckedLabels(pd.DataFrame):
+    """LLM label records already read and checked by :func:`read_llm` (inside one stage
+    call, so the functions it calls do not check them again). Never handed to users: pandas
+    operations on it give plain DataFrames."""
+
+
+class CheckedQrels(pd.DataFrame):
+    """Human qrels already read and checked by :func:`read_human` (see
+    :class:`CheckedLabels`)."""
+
+
+def checked(llm: LabelsLike, human: QrelsLike) -> tuple[CheckedLabels, CheckedQrels]:
+    """Both label sets read and checked once, for a stage that passes them on to several
+    functions of this package (each of which would read and check them again).
+
+    Usage: ``llm_df, human_df = checked(llm, human)``
+    """
+    llm_df, human_df = read_llm(llm), read_human(human)
+    out_llm, out_human = CheckedLabels(llm_df), CheckedQrels(human_df)
+    out_llm.attrs.update(llm_df.attrs)
+    out_human.attrs.update(human_df.attrs)
+    return out_llm, out_human
+
+
 def read_llm(obj: LabelsLike, grade_map: io.GradeMap = None, *, fmt: str | None = None
              ) -> pd.DataFrame:
     """LLM label records from a path (records or any qrels form) or a DataFrame.
@@ -53,6 +77,8 @@ def read_llm(obj: LabelsLike, grade_map: io.GradeMap = None, *, fmt: str | None 
 
     Usage: ``llm = read_llm("labels.jsonl", grade_map={"4": 3})``
     """
+    if isinstance(obj, CheckedLabels) and grade_map is None:
+        return obj
     df = io.as_labels(obj, grade_map=grade_map, fmt=fmt)
     name = str(df.attrs.get("path", "<LLM labels>"))
     df = _one_label_per_pair(df, name)
@@ -67,6 +93,8 @@ def read_human(obj: QrelsLike, grade_map: io.GradeMap = None, *, fmt: str | None
 
     Usage: ``human = read_human("human.qrels")``
     """
+    if isinstance(obj, CheckedQrels) and grade_map is None:
+        return obj
     if isinstance(obj, (str, os.PathLike)):
         name = str(obj)
     elif isinstance(obj, pd.DataFrame):

@@ -24,7 +24,7 @@ import pandas as pd
 from labeler import fmt
 from labeler.reconciliation.agreement import (DEFAULT_UNIT, KEYS, AgreementReport, LabelsLike,
                                               PairsLike, QrelsLike, Unit, add_texts, agreement,
-                                              joined, read_human, read_llm)
+                                              checked, joined)
 from labeler.errors import ConfigError
 from labeler.io.convert import QrelsExport
 from labeler.io import PathLike
@@ -69,7 +69,7 @@ def merge(*, llm: LabelsLike, human: QrelsLike, calibration: Calibration | None 
 
     Usage: ``merge(llm="labels.jsonl", human="human.qrels", calibration=cal)``
     """
-    llm_df, human_df = read_llm(llm), read_human(human)
+    llm_df, human_df = checked(llm, human)
     if calibration is not None and not calibration.applied:
         calibration = None  # no held-out gain: the raw grades are kept
     base = calibration.apply(llm_df) if calibration is not None else llm_df.copy()
@@ -187,7 +187,7 @@ def reconcile(*, llm: LabelsLike, human: QrelsLike,
     if calibrate and calibration is not None:
         raise ConfigError("give either calibrate (fit a new calibration) or calibration (apply "
                           "a saved one), not both", setting="calibrate")
-    llm_df, human_df = read_llm(llm), read_human(human)
+    llm_df, human_df = checked(llm, human)
     ok = llm_df.loc[llm_df[STATUS] == STATUS_OK, KEYS]
     overlap = len(ok.merge(human_df[KEYS], on=KEYS))
     report = (agreement(llm=llm_df, human=human_df, bootstrap=bootstrap, seed=seed, unit=unit)
