@@ -14,6 +14,8 @@ Usage::
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -98,3 +100,9 @@ class Judge(Protocol):
     async def aclose(self) -> None:
         """Release connections."""
         ...
+
+
+def cache_key(material: dict[str, Any]) -> str:
+    """SHA-256 hex digest of the canonical JSON of ``material``."""
+    text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

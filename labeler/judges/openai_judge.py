@@ -27,12 +27,11 @@ from typing import Any, Literal
 
 import openai
 
-from labeler.labelling.cache import cache_key
 from labeler.errors import ConfigError, EndpointError, JudgeError
 from labeler.judges.prompts import Prompt, load_prompt
 from labeler.fmt import clean_text
 from labeler.redact import redact
-from labeler.judges.base import RetryableError, Verdict
+from labeler.judges.base import RetryableError, Verdict, cache_key
 from labeler.judges.http_errors import NoAnswer, cause_of, convert_error, fatal_error, pair_specific
 from labeler.judges.parse import (
     billed,

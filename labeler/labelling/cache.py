@@ -25,7 +25,6 @@ Usage::
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -39,7 +38,7 @@ import diskcache
 
 from labeler.errors import ConfigError
 from labeler.fmt import clean_text
-from labeler.judges.base import Verdict
+from labeler.judges.base import Verdict, cache_key
 
 ENV_VAR = "LABELER_CACHE_DIR"
 MIGRATE_HINT = "labeler cache migrate {dir} --trust"
@@ -96,12 +95,6 @@ def default_cache_dir() -> Path:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "labeler"
-
-
-def cache_key(material: dict[str, Any]) -> str:
-    """SHA-256 hex digest of the canonical JSON of ``material``."""
-    text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _tokens(value: Any) -> tuple[bool, int | None]:
