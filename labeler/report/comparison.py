@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 DEFAULT_TITLE = "Human vs LLM labels"
 MAX_TABLE_ROWS = 1000
+TOP_RUNS = 20
+"""The runs table shows the best this many runs; the others are collapsed below it."""
 """Rows of the per-query tables shown in HTML/Markdown; report.json always has them all."""
 
 AGREEMENT_STATS: tuple[tuple[str, str], ...] = (
@@ -182,6 +184,7 @@ def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
         "agreement": _agreement_context(agreement),
         "judge": dict(judge) if judge else None,
         "drift": dict(drift) if drift else None,
+        "top_runs": TOP_RUNS,
     }
 
 

@@ -118,11 +118,21 @@ def _error_bars(sig: Any, systems: Any, means: np.ndarray, label: str) -> np.nda
     return out
 
 
+BOX_RUNS = 20
+"""The box plot of per-query deltas shows at most this many runs (those the LLM labels move
+most, by mean |delta|); the histogram always holds every run."""
+
+
 def delta_distribution(comparison: ComparisonView) -> Figure:
     """Per-query deltas (LLM − human NDCG@k): histogram of all, and a box per run."""
     k = comparison.k
     pq = comparison.per_query.dropna(subset=["delta"])
     systems = [s for s in comparison.systems if (pq["system"] == s).any()]
+    n_all = len(systems)
+    if n_all > BOX_RUNS:   # a box per run stays readable: the runs the labels move most
+        moved = pq.groupby("system")["delta"].apply(lambda d: float(np.abs(d).mean()))
+        keep = set(moved.sort_values(ascending=False, kind="stable").index[:BOX_RUNS])
+        systems = [s for s in systems if s in keep]
     fig = _figure(10.0, max(3.6, 1.2 + 0.32 * len(systems)))
     ax_hist, ax_box = fig.subplots(1, 2, width_ratios=[1.0, 1.2])
     deltas = pq["delta"].to_numpy(float)
@@ -155,7 +165,8 @@ def delta_distribution(comparison: ComparisonView) -> Figure:
     ax_hist.set_ylabel("queries × runs")
     ax_hist.set_title("Per-query deltas, all runs", fontsize=11)
     ax_box.set_xlabel(f"NDCG@{k} delta per query (LLM − human)")
-    ax_box.set_title("Per-query deltas by run", fontsize=11)
+    ax_box.set_title("Per-query deltas by run" if n_all <= BOX_RUNS else
+                     f"Per-query deltas: the {BOX_RUNS} of {n_all} runs moved most", fontsize=11)
     return fig
 
 
