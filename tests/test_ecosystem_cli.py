@@ -41,7 +41,8 @@ def test_score_measures_json_equal_pytrec_eval() -> None:
                           "--measure", "P(rel=2)@10", "--measure", "R@100", "--json")
     assert code == 0, err
     entry = json.loads(out)["runs"]["bm25"]          # the name wins over the TREC tag
-    assert set(entry) == {"P@10", "AP", "P(rel=2)@10", "R@100"}   # each once, as asked
+    # the measures are added to the default NDCG@10, each once, named as asked
+    assert set(entry) == {"ndcg@10", "P@10", "AP", "P(rel=2)@10", "R@100"}
     ref = _pytrec(run, {"P.10", "map", "recall.100"})
     ref2 = _pytrec(run, {"P.10"}, level=2)
     for key, name, table in (("P@10", "P_10", ref), ("AP", "map", ref),
@@ -306,3 +307,17 @@ def test_run_check_validates_without_calling_the_judge(tmp_path: Path,
     code, _, err = _cli("run", "--check", str(config(str(runs[1]), 'model = "lexical"',
                                                     out="afile/out")))
     assert code == 2 and "nothing can be written under it" in err
+
+
+def test_ndcg_asked_as_a_measure_is_printed_once_under_its_name() -> None:
+    run = DL19 / "runs" / "bm25tuned_p.run"
+    args = ["score", "--qrels", str(DL19 / "qrels-pass.qrels"), "--run", f"bm25={run}"]
+    code, out, err = _cli(*args, "--measure", "nDCG@10", "--json")
+    assert code == 0, err
+    asked = json.loads(out)["runs"]["bm25"]
+    assert set(asked) == {"nDCG@10"}
+    code, out, _ = _cli(*args, "--json")
+    default = json.loads(out)["runs"]["bm25"]
+    assert asked["nDCG@10"]["per_query"] == default["ndcg@10"]["per_query"]
+    code, out, _ = _cli(*args, "--measure", "nDCG@10", "--k", "5", "--json")
+    assert set(json.loads(out)["runs"]["bm25"]) == {"ndcg@5", "nDCG@10"}

@@ -376,7 +376,16 @@ def evaluate(qrels: Any, run: Any, k: int | Sequence[int] | None = None,
                      lambda: qrels_arrays(io.as_qrels(qrels, any_grade=True)),
                      lambda: run_arrays(io.as_run(run)), ks, gain, ideal, _depth(wanted))
     return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete),
-                   show_k=k is not None or not wanted)
+                   show_k=_show_k(k, ks, wanted))
+
+
+def _show_k(k: Any, ks: Sequence[int], wanted: Sequence[Measure]) -> bool:
+    """Whether the ``ndcg@K`` figures of ``ks`` are shown beside the asked measures: always
+    with ``k`` given or no measure asked; by default (``ndcg@10``) unless a measure asked is
+    that same NDCG@10, which is then shown once, under the name it was asked by."""
+    if k is not None or not wanted:
+        return True
+    return any(Measure("nDCG", cut) not in wanted for cut in ks)
 
 
 def evaluate_files(qrels: str | os.PathLike[str],
@@ -414,13 +423,13 @@ def evaluate_files(qrels: str | os.PathLike[str],
                                     grade_map=grade_map, memory_limit=memory_limit,
                                     temp_dir=temp_dir)
             return _result(out, ks, gain, ideal, bool(include_empty), wanted, bool(complete),
-                           show_k=k is not None or not wanted)
+                           show_k=_show_k(k, ks, wanted))
     with without_pandas():   # plain files need no pandas (an odd one lifts this)
         out = kernel_of_files(qrels, list(runs), ks, gain, ideal, _depth(wanted),
                               qrels_fmt=qrels_fmt or fmt, run_fmt=run_fmt or fmt,
                               grade_map=grade_map)
         return _result(out, ks, gain, ideal, bool(include_empty), wanted,
-                       bool(complete), show_k=k is not None or not wanted)
+                       bool(complete), show_k=_show_k(k, ks, wanted))
 
 
 def _depth(measures: list[Measure]) -> int | None:
