@@ -48,17 +48,23 @@ def test_n_total_widens_the_finite_population_correction() -> None:
         ppi_mean(y, yhat, yu, n_total=5)
 
 
-def test_population_target_equals_ppi_py_plain() -> None:
+def test_population_target_is_ppi_py_plain_with_a_t_quantile() -> None:
     ppi_py = pytest.importorskip("ppi_py")
     for seed in range(5):
         y, yhat, yu = _data(seed)
+        n = len(y)
         r = ppi_mean(y, yhat, yu, target="population", alpha=0.1)
+        est = float(np.ravel(ppi_py.ppi_mean_pointestimate(y, yhat, yu, lam=1))[0])
         lo, hi = ppi_py.ppi_mean_ci(y, yhat, yu, alpha=0.1, lam=1)
-        assert r.ci == pytest.approx((float(lo[0]), float(hi[0])), abs=1e-12)
-        est = ppi_py.ppi_mean_pointestimate(y, yhat, yu, lam=1)
-        assert r.estimate == pytest.approx(float(np.ravel(est)[0]), abs=1e-12)
-        p = ppi_py.ppi_mean_pval(y, yhat, yu, null=0, lam=1)
-        assert r.p == pytest.approx(float(np.ravel(p)[0]), rel=1e-9)
+        # ppi_py's interval is est ± z·se: its se is (hi − lo) / (2z)
+        se = (float(hi[0]) - float(lo[0])) / (2 * stats.norm.ppf(0.95))
+        assert r.estimate == pytest.approx(est, abs=1e-12)
+        assert r.se == pytest.approx(se, rel=1e-9)
+        t = stats.t.ppf(0.95, n - 1)
+        assert r.ci == pytest.approx((est - t * se, est + t * se), abs=1e-12)
+        assert r.p == pytest.approx(2 * stats.t.sf(abs(est / se), n - 1), rel=1e-9)
+        # wider than ppi_py's normal interval
+        assert r.ci[0] < float(lo[0]) and r.ci[1] > float(hi[0])
 
 
 def test_cross_fitted_lambda_is_fitted_on_the_other_fold() -> None:
@@ -80,7 +86,9 @@ def test_cross_fitted_lambda_is_fitted_on_the_other_fold() -> None:
     parts = [lams[j] * mean_all + 5 / 40 * (y - lams[j] * yhat)[fold != j].mean()
              + 35 / 40 * (y - lams[j] * yhat)[fold == j].mean() for j in (0, 1)]
     est = sum(parts) / 2
-    se = math.sqrt((1 - 10 / 40) * resid.var(ddof=1) / 10)
+    # each fold's residuals centred on their own mean (2 degrees of freedom spent)
+    centred = np.concatenate([resid[fold == j] - resid[fold == j].mean() for j in (0, 1)])
+    se = math.sqrt((1 - 10 / 40) * (centred ** 2).sum() / 8 / 10)
     assert r.lam == pytest.approx(sum(lams) / 2)
     assert r.estimate == pytest.approx(est, abs=1e-12)
     assert r.se == pytest.approx(se, abs=1e-12)
@@ -182,7 +190,8 @@ def test_paired_t_many_edge_cases() -> None:
     valid = ~np.isnan(x)
     delta, p, n = paired_t_many(x, valid, [0, 0, 0], [1, 2, 3])
     assert p[0] == 1.0 and delta[0] == 0.0            # identical runs
-    assert p[1] == pytest.approx(0.0, abs=1e-12)       # a constant non-zero difference
+    # a constant non-zero difference: no spread to measure, so no p-value (not p = 0)
+    assert math.isnan(p[1]) and delta[1] == pytest.approx(-0.1)
     assert math.isnan(p[2]) and n[2] == 1              # one shared query: no test
 
 

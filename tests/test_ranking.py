@@ -1,4 +1,4 @@
-"""The leaderboard's top: tau_AP, top-k overlap, the winner's query-bootstrap confidence, and
+"""The leaderboard's top: tau_AP, top-k overlap, the winner's query-bootstrap stability, and
 the ``ranking`` block of ``labeler compare --json`` (TREC DL 2019 slice in tests/data/compare)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from labeler.cli import main
 from labeler.reconciliation.comparison import compare
 from labeler.statistics.options import StatsOptions
 from labeler.statistics.ranking import (kendall_tau, order_of, tau_ap, top_k_overlap,
-                                        winner_confidence)
+                                        winner_stability)
 
 COMPARE = Path(__file__).parent / "data" / "compare"
 
@@ -81,7 +81,7 @@ def test_kendall_tau_equals_scipy() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Mean of empty slice")
-def test_winner_confidence_equals_a_hand_made_query_bootstrap() -> None:
+def test_winner_stability_equals_a_hand_made_query_bootstrap() -> None:
     rng = np.random.default_rng(4)
     scores = rng.random((12, 3)) + np.array([0.1, 0.0, 0.05])
     scores[3, 1] = np.nan  # one run did not score one query
@@ -91,16 +91,16 @@ def test_winner_confidence_equals_a_hand_made_query_bootstrap() -> None:
     for row in draws:
         means = np.nanmean(scores[row], axis=0)
         stays += int(np.argmax(means) == 0 and np.sum(means == means.max()) == 1)
-    assert winner_confidence(scores, 0, n_resamples=n, seed=seed) == pytest.approx(stays / n)
+    assert winner_stability(scores, 0, n_resamples=n, seed=seed) == pytest.approx(stays / n)
     # With a PPI correction each replicate adds the mean human - LLM gap of its labelled draws.
     gap = np.where(np.arange(12)[:, None] < 5, rng.normal(0, 0.1, (12, 3)), np.nan)
     stays = 0
     for row in draws:
         est = np.nanmean(scores[row], axis=0) + np.nanmean(gap[row], axis=0)
         stays += int(np.argmax(est) == 0 and np.sum(est == est.max()) == 1)
-    got = winner_confidence(scores, 0, n_resamples=n, seed=seed, correction=gap)
+    got = winner_stability(scores, 0, n_resamples=n, seed=seed, correction=gap)
     assert got == pytest.approx(stays / n)
-    assert winner_confidence(scores, 0, n_resamples=0, seed=0) is None
+    assert winner_stability(scores, 0, n_resamples=0, seed=0) is None
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +127,7 @@ def test_compare_json_ranking_block_against_scipy_and_the_formula(human: pd.Data
     ranking = data["ranking"]
     assert set(ranking) >= {"kendall_tau", "tau_ap", "top_k_overlap", "winner"}
     assert set(ranking["top_k_overlap"]) == {"1", "3", "5"}
-    assert set(ranking["winner"]) >= {"human", "llm", "ppi", "confidence"}
+    assert set(ranking["winner"]) >= {"human", "llm", "ppi", "stability"}
     tags = list(data["runs"])
     # The runs are ordered by their means over the queries every run scores under both sets.
     mean = {label: {t: data["runs"][t]["shared"][label] for t in tags} for label in ("human",
@@ -143,7 +143,7 @@ def test_compare_json_ranking_block_against_scipy_and_the_formula(human: pd.Data
     for k in (1, 3):
         assert ranking["top_k_overlap"][str(k)] == len(set(order_h[:k]) & set(order_l[:k])) / k
     assert ranking["top_k_overlap"]["5"] is None  # four runs
-    # The confidence: resample the shared queries, the human winner keeps the highest mean.
+    # The stability: resample the shared queries, the human winner keeps the highest mean.
     pq = pd.DataFrame([(t, q, v["human"], v["llm"]) for t, per in data["per_query"].items()
                        for q, v in per.items()], columns=["system", "query_id", "human", "llm"])
     matrix = pq.pivot(index="query_id", columns="system", values="human")[tags].to_numpy(float)
@@ -153,7 +153,7 @@ def test_compare_json_ranking_block_against_scipy_and_the_formula(human: pd.Data
     draws = np.random.default_rng(3).integers(0, len(matrix), (200, len(matrix)))
     best = tags.index(order_h[0])
     stays = np.mean([np.argmax(np.nanmean(matrix[row], axis=0)) == best for row in draws])
-    assert ranking["winner"]["confidence"] == pytest.approx(stays)
+    assert ranking["winner"]["stability"] == pytest.approx(stays)
 
 
 def test_report_views_show_the_top_of_the_ranking(human: pd.DataFrame) -> None:
@@ -163,14 +163,14 @@ def test_report_views_show_the_top_of_the_ranking(human: pd.DataFrame) -> None:
     assert c.to_dict()["ranking"]["bootstrap"] == 100
     winner = c.to_dict()["ranking"]["winner"]
     text, md, html = c.to_text(), c.to_markdown(), c.to_html()
-    share = f"{winner['confidence']:.0%}"
+    share = f"{winner['stability']:.0%}"
     for view in (text, md, html):
         assert "AP correlation" in view and share in view
     assert "## Top of the ranking" in md and 'id="ranking"' in html
 
 
 @pytest.mark.filterwarnings("ignore:Mean of empty slice")
-def test_with_ppi_the_winner_and_its_confidence_are_the_ppi_ones(human: pd.DataFrame) -> None:
+def test_with_ppi_the_winner_and_its_stability_are_the_ppi_ones(human: pd.DataFrame) -> None:
     runs = sorted((COMPARE / "runs").glob("*.run"))
     sample = sorted(human["query_id"].unique())[:6]   # humans labelled 6 of the 10 queries
     c = compare(human=human.loc[human["query_id"].isin(sample)], llm=_noisy(human, 1),
@@ -191,4 +191,4 @@ def test_with_ppi_the_winner_and_its_confidence_are_the_ppi_ones(human: pd.DataF
         est = np.nanmean(llm[row], axis=0) + np.nanmean(gap[row], axis=0)
         stays.append(bool(np.isfinite(est).all() and np.argmax(est) == best
                           and np.sum(est == est.max()) == 1))
-    assert winner["confidence"] == pytest.approx(np.mean(stays))
+    assert winner["stability"] == pytest.approx(np.mean(stays))

@@ -197,8 +197,12 @@ def test_ppi_population_target_equals_ppi_py(comparison: Comparison,
         y, yhat = _values(pq, sys, "human", lab), _values(pq, sys, "llm", lab)
         yu = _values(pq, sys, "llm", unl)
         lo, hi = ppi_py.ppi_mean_ci(y, yhat, yu, alpha=0.05, lam=1)
+        est = float(np.ravel(ppi_py.ppi_mean_pointestimate(y, yhat, yu, lam=1))[0])
+        se = (float(hi[0]) - float(lo[0])) / (2 * sps.norm.ppf(0.975))
+        t = sps.t.ppf(0.975, len(y) - 1)   # ppi_py's estimate and se, a t(n − 1) quantile
         got = sig.run_ppi(sys)
-        assert got["ci"] == pytest.approx([max(float(lo[0]), 0), min(float(hi[0]), 1)])
+        assert got["estimate"] == pytest.approx(est) and got["se"] == pytest.approx(se)
+        assert got["ci"] == pytest.approx([max(est - t * se, 0), min(est + t * se, 1)])
         assert got["target"] == "population"
 
 
@@ -234,8 +238,11 @@ def _synthetic(human: dict[str, list[float]], llm: dict[str, list[float]]) -> pd
 def test_the_headline_and_counts_say_what_changed() -> None:
     rng = np.random.default_rng(0)
     base = rng.uniform(0.2, 0.6, 30)
-    human = {"best": base + 0.3, "mid": base + 0.01 * rng.standard_normal(30), "low": base}
-    llm = {"best": base + 0.3, "mid": base + 0.2 + 0.01 * rng.standard_normal(30),
+    # differences must vary: a constant difference has no spread to test
+    jitter = np.random.default_rng(9).normal(0, 0.01, 30)
+    human = {"best": base + 0.3 + jitter, "mid": base + 0.01 * rng.standard_normal(30),
+             "low": base}
+    llm = {"best": base + 0.3 + jitter, "mid": base + 0.2 + 0.01 * rng.standard_normal(30),
            "low": base}
     pq = _synthetic({k: list(v) for k, v in human.items()}, {k: list(v) for k, v in llm.items()})
     sig = significance(pq, ["best", "mid", "low"])
@@ -250,8 +257,8 @@ def test_the_headline_and_counts_say_what_changed() -> None:
         "under human labels and is ahead of 2 of the 2 runs it was tested against by a real "
         "difference; the LLM labels keep it first but call 1 difference real that the human "
         "labels do not (llm-only).")
-    flipped = _synthetic({"a": list(base + 0.2), "b": list(base)},
-                         {"a": list(base), "b": list(base + 0.2)})
+    flipped = _synthetic({"a": list(base + 0.2 + jitter), "b": list(base)},
+                         {"a": list(base), "b": list(base + 0.2 + jitter)})
     sig2 = significance(flipped, ["a", "b"])
     means2 = flipped.groupby("system", sort=False)[["human", "llm"]].mean().reset_index()
     assert sig2.counts["reversed"] == 1

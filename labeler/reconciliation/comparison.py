@@ -149,6 +149,7 @@ class Comparison:
             item["shared"] = {"human": _num(r.shared_human), "llm": _num(r.shared_llm)}
             if sig.options.ppi:
                 item["ppi"] = sig.run_ppi(system)
+                item["human_only_ci"] = sig.run_human_only_ci(system)
             runs[system] = item
         per_query: dict[str, dict[str, dict[str, float | None]]] = {s: {} for s in self.systems}
         for r in self.per_query.itertuples():
@@ -162,7 +163,8 @@ class Comparison:
             "spearman_rho": self.spearman_rho,
             "ranking": ranking_block(
                 self.runs, self.per_query, n_resamples=sig.options.bootstrap, seed=sig.options.seed,
-                ppi={s: (r.get("ppi") or {}).get("estimate") for s, r in runs.items()}),
+                ppi={s: (r.get("ppi") or {}).get("estimate") for s, r in runs.items()},
+                best=sig.best_set()),
             "pairs": sig.pairs_to_dicts(),
             "verdicts": sig.counts,
             "headline": self.headline,
@@ -274,7 +276,8 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
     table = _run_table(systems, h_sum, l_sum, k)
     per_query = _per_query(h_pq, l_pq, k)
     ideal = _ideal_ranking(human_q, llm_q, set(run["query_id"]), k, gain)
-    sig = _significance(per_query, systems, run, human_q, llm_q, stats, complete, progress)
+    sig = _significance(per_query, systems, run, human_q, llm_q, stats, complete, progress,
+                        top_k=None if wanted else k)
     table = _with_shared(table, sig)
     tau, rho = _correlations(table)
     swaps, n_pairs = _swaps(table)
@@ -307,21 +310,26 @@ def _with_shared(table: pd.DataFrame, sig: Significance) -> pd.DataFrame:
 def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame,
                   human: pd.DataFrame, llm: pd.DataFrame,
                   options: StatsOptions | None, complete: bool = False,
-                  progress: Progress | None = None) -> Significance:
+                  progress: Progress | None = None, top_k: int | None = None) -> Significance:
     """Intervals, pair verdicts and (with ``options.ppi``) PPI estimates; for PPI each run's
     population is its queries that the LLM labels cover, the labelled ones those that the
-    human labels cover too."""
+    human labels cover too. With ``top_k`` (NDCG@k), two runs with the same top k on a query
+    have a difference known to be 0 there (a known zero, not estimated)."""
     from labeler.statistics.verdicts import StatsOptions, significance
 
     options = options or StatsOptions()
     population: dict[str, set[str]] | None = None
+    signatures = None
     if options.ppi:
         llm_queries = set(llm["query_id"])
         population = ({str(s): llm_queries for s in systems} if complete else
                       {str(s): set(q) & llm_queries
                        for s, q in run.groupby("system", sort=False)["query_id"]})
+        if top_k is not None:
+            signatures = _top_k_signatures(run, top_k, llm_queries if complete else None)
     sig = significance(per_query, systems, options=options, ppi_population=population,
-                       ppi_labelled=set(human["query_id"]), progress=progress)
+                       ppi_labelled=set(human["query_id"]), progress=progress,
+                       top_k=signatures)
     if options.ppi and sig.ppi_runs is not None and all(
             e.n_unlabelled == 0 or e.n_labelled == 0 for e in sig.ppi_runs.values()):
         n_human = len(set(human["query_id"]) & set(llm["query_id"]))
@@ -332,6 +340,26 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
                          f"2, and not all, are needed). Draw the sample with `labeler sample "
                          f"--unit query`.")
     return sig
+
+
+def _top_k_signatures(run: pd.DataFrame, k: int, every: set[str] | None
+                      ) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Per run and query, its top ``k`` chunk ids in the scorer's order (score descending,
+    then chunk id descending); with ``every`` (``--complete``), ``()`` for each of those
+    queries the run lacks (it scores 0 there under any labels)."""
+    ranked = run.assign(chunk_id=run["chunk_id"].astype(str)).sort_values(
+        ["system", "query_id", "score", "chunk_id"], ascending=[True, True, False, False],
+        kind="stable")
+    top = ranked.groupby(["system", "query_id"], sort=False).head(k)
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for (system, qid), chunks in top.groupby(["system", "query_id"], sort=False)["chunk_id"]:
+        out.setdefault(str(system), {})[str(qid)] = tuple(chunks)
+    if every is not None:
+        for system in dict.fromkeys(run["system"]):
+            per = out.setdefault(str(system), {})
+            for q in every:
+                per.setdefault(q, ())
+    return out
 
 
 def _advice(per_query: pd.DataFrame, sig: Significance, run: pd.DataFrame,

@@ -241,9 +241,9 @@ def ranking_lines(ranking: Mapping[str, Any]) -> list[str]:
     if w.get("ppi"):
         best.append(f"PPI {w['ppi']}")
     lines = [f"Best run: {', '.join(best)}."]
-    if w.get("confidence") is not None:
+    if w.get("stability") is not None:
         who = w.get("ppi") or w.get("human")
-        lines.append(f"{who} stays first in {fmt.share(w['confidence'])} of "
+        lines.append(f"{who} stays first in {fmt.share(w['stability'])} of "
                      f"{fmt.count(ranking.get('bootstrap'))} resamples of whole queries"
                      f"{' (PPI estimates)' if w.get('ppi') else ' (human labels)'}.")
     overlap = ranking.get("top_k_overlap") or {}

@@ -71,21 +71,42 @@ def paired_t_many(values: ArrayLike, valid: ArrayLike, a: ArrayLike, b: ArrayLik
     rows) over the queries where ``valid`` holds for both runs.
 
     Returns ``(delta, p, n)``: the mean difference (NaN with no query), the two-sided p-value
-    of ``scipy.stats.ttest_rel`` (NaN below two queries; 1 when every difference is 0; 0 when
-    they are all the same non-zero number) and the number of queries.
+    of ``scipy.stats.ttest_rel`` (NaN below two queries; 1 when every difference is 0; NaN
+    when they are all the same non-zero number: a sample without spread says nothing of the
+    spread of the others) and the number of queries.
 
     Usage: ``delta, p, n = paired_t_many(table, ~np.isnan(table), [0], [1])``
     """
     from scipy.special import stdtr
 
+    delta, se, n, zero = paired_moments(values, valid, a, b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = delta / se
+        pv = 2 * stdtr(n - 1, -np.abs(t))
+    pv = np.where(se > 0, pv, math.nan)
+    pv = np.where(zero, 1.0, pv)
+    pv = np.where(n < 2, math.nan, pv)
+    return delta, np.minimum(pv, 1.0), n
+
+
+def paired_moments(values: ArrayLike, valid: ArrayLike, a: ArrayLike, b: ArrayLike
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64],
+                              NDArray[np.bool_]]:
+    """Per pair ``a[i]`` − ``b[i]`` over the queries where both are ``valid``: the mean
+    difference, its standard error sd/√n (NaN below two queries), the number of queries and
+    whether every difference is 0.
+
+    Usage: ``delta, se, n, zero = paired_moments(table, ~np.isnan(table), [0], [1])``
+    """
     x = np.asarray(values, dtype="float64")
     ok = np.asarray(valid, dtype=bool)
     ia, ib = np.asarray(a, dtype="int64"), np.asarray(b, dtype="int64")
     x = np.where(ok, x, 0.0)
     m = len(ia)
     delta = np.full(m, math.nan)
-    p = np.full(m, math.nan)
+    se = np.full(m, math.nan)
     n = np.zeros(m, dtype="int64")
+    zero = np.ones(m, dtype=bool)
     step = max(1, _CHUNK // max(1, x.shape[0]))
     for s in range(0, m, step):
         ca, cb = ia[s:s + step], ib[s:s + step]
@@ -96,15 +117,33 @@ def paired_t_many(values: ArrayLike, valid: ArrayLike, a: ArrayLike, b: ArrayLik
             mean = d.sum(axis=0) / k
             dev = np.where(w, d - mean, 0.0)
             var = (dev * dev).sum(axis=0) / (k - 1)
-            t = mean / np.sqrt(var / k)
-            pv = 2 * stdtr(k - 1, -np.abs(t))
-        zero = ~np.where(w, d != 0, False).any(axis=0)
-        pv = np.where(zero, 1.0, pv)
-        pv = np.where(k < 2, math.nan, pv)
+            # a spread below rounding error of the mean is no spread
+            var = np.where(var > (1e-12 * np.abs(mean)) ** 2, var, 0.0)
+            se[s:s + step] = np.where(k > 1, np.sqrt(var / k), math.nan)
+        zero[s:s + step] = ~np.where(w, d != 0, False).any(axis=0)
         delta[s:s + step] = np.where(k > 0, mean, math.nan)
-        p[s:s + step] = np.minimum(pv, 1.0)
         n[s:s + step] = k
-    return delta, p, n
+    return delta, se, n, zero
+
+
+def simultaneous_t(delta: NDArray[np.float64], se: NDArray[np.float64], n: NDArray[np.int64],
+                   alpha: float = 0.05, bounds: tuple[float, float] = (-1.0, 1.0)
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Bonferroni simultaneous t intervals ``delta ± t(1 − alpha/(2m), n − 1)·se`` of the
+    ``m`` pairs that have one (``se > 0``; NaN elsewhere), clipped to ``bounds``: all of them
+    cover their truth together at least ``1 − alpha`` of the time.
+
+    Usage: ``lo, hi = simultaneous_t(delta, se, n)``
+    """
+    from scipy.special import stdtrit
+
+    ok = np.isfinite(se) & (se > 0) & (n >= 2)
+    m = max(1, int(ok.sum()))
+    with np.errstate(invalid="ignore"):
+        q = stdtrit(np.maximum(n - 1, 1), 1 - alpha / (2 * m))
+        lo = np.where(ok, np.clip(delta - q * se, *bounds), math.nan)
+        hi = np.where(ok, np.clip(delta + q * se, *bounds), math.nan)
+    return lo, hi
 
 
 def holm(pvalues: Sequence[float | None] | NDArray[np.float64]) -> list[float | None]:

@@ -12,7 +12,9 @@ the same queries, ``yhat_unlabelled`` the LLM values of the other ``N − n`` qu
   correction), interval θ̂ ± t(1 − α/2, n − 1) · se.
 - ``target="population"``: the mean of Y over the population of queries the ``N`` were drawn
   from. θ̂ = mean(Ŷ of the unlabelled) + mean_n(Δ), se² = var(Ŷ unlabelled)/(N − n) +
-  var_n(Δ)/n with a normal quantile: ``ppi_py.ppi_mean_ci(lam=1)`` exactly (its ddof-0 spreads).
+  var_n(Δ)/n: ``ppi_py``'s estimate and standard error (``lam=1``, its ddof-0 spreads), with
+  the t(n − 1) quantile instead of its normal one (which undercovers with few labelled
+  queries).
 - ``tune=True``: Ŷ weighted by λ (PPI++). The labelled queries are split at random into two
   folds; each fold's λ is fitted on the *other* fold (cov(Y, Ŷ)/var(Ŷ), clipped to [0, 1];
   population target: divided by 1 + n/(N − n) as in PPI++), so no λ is fitted and applied on
@@ -21,11 +23,20 @@ the same queries, ``yhat_unlabelled`` the LLM values of the other ``N − n`` qu
   rest fold j (a random sample of it) estimates; θ̂ is the mean of the two folds' estimates —
   exactly unbiased, and the plain estimator when λ = 1. Population target: θ̂ =
   λ̄ · mean(Ŷ unlabelled) + mean_n(Y − λ_fold·Ŷ). se as above from the residuals
-  Y − λ_fold·Ŷ; the reported ``lambda`` is the weight of mean(Ŷ) (the mean of the two λ,
-  weighted by fold size for the population target).
+  Y − λ_fold·Ŷ, each centred on its own fold's mean (the two folds' residuals have different
+  means, which is no sampling noise); the reported ``lambda`` is the weight of mean(Ŷ) (the
+  mean of the two λ, weighted by fold size for the population target).
+
+Known zeros (:func:`ppi_mean_diff`'s ``n_known_zero``): queries whose difference is known to be
+0 before any human label (two runs with the same top k there) are not estimated: the estimator
+runs over the other, informative, queries and is scaled by their share of all queries
+(post-stratification).
+
+A sample never yields a zero-width interval: where the labelled Δ do not vary (and not every
+query is labelled) there is no interval (``reason``: no spread among the labelled queries).
 
 The ``p``-value comes from the same estimate, standard error and distribution as the interval,
-so ``p < α`` exactly when the interval leaves 0 out. With ``bounds`` (e.g. ``(0, 1)`` for NDCG,
+so ``p < α`` exactly when the interval leaves 0 out (both use t(n − 1)). With ``bounds`` (e.g. ``(0, 1)`` for NDCG,
 ``(-1, 1)`` for a difference of two) the interval is clipped to them: the truth is always
 inside the bounds, so clipping never lowers coverage. With fewer than
 :data:`MIN_LABELLED` labelled queries there is no interval, and ``reason`` says why.
@@ -56,6 +67,11 @@ MIN_LABELLED = 5
 """Fewer human-labelled queries than this: no PPI interval (a reason instead)."""
 
 
+def no_spread_reason(n: int) -> str:
+    """The reason of a sample whose labelled values do not vary."""
+    return f"no spread among the {n} labelled queries"
+
+
 @dataclass(frozen=True)
 class PPIEstimate:
     """One prediction-powered estimate: ``estimate`` with its ``ci`` (two-sided, ``1 − alpha``),
@@ -72,6 +88,12 @@ class PPIEstimate:
     n_unlabelled: int
     target: str
     reason: str | None = None
+    df: float | None = None
+    """Degrees of freedom of the quantile and the p-value (labelled informative − 1)."""
+    n_informative: int | None = None
+    """Pairs: queries whose difference is not known in advance (labelled or not)."""
+    n_known_zero: int = 0
+    """Pairs: queries whose difference is known to be 0 (the two runs' top k are equal)."""
 
     def to_dict(self) -> dict[str, Any]:
         """``{"estimate", "ci", "se", "n_labelled", "n_unlabelled", "target", "lambda"}``,
@@ -141,6 +163,14 @@ def _fit_lambda(y: NDArray[np.float64], yhat: NDArray[np.float64], factor: float
     return float(np.clip(cov / (factor * var), 0.0, 1.0))
 
 
+def _within_fold_var(resid: NDArray[np.float64], folds: NDArray[np.int64]) -> float:
+    """The residuals' variance, each centred on its own fold's mean (ddof: one per fold)."""
+    dev = np.concatenate([resid[folds == j] - resid[folds == j].mean() for j in (0, 1)
+                          if (folds == j).any()])
+    k = int(sum((folds == j).any() for j in (0, 1)))
+    return float((dev * dev).sum() / max(1, len(resid) - k))
+
+
 def _cross_fit_estimate(y: NDArray[np.float64], yhat: NDArray[np.float64], mean_hat: float,
                         big_n: int, folds: NDArray[np.int64], lams: NDArray[np.float64]
                         ) -> float:
@@ -161,12 +191,14 @@ def _cross_fit_estimate(y: NDArray[np.float64], yhat: NDArray[np.float64], mean_
 def ppi_mean(y: ArrayLike, yhat: ArrayLike, yhat_unlabelled: ArrayLike, *,
              n_total: int | None = None, target: str = "queries", tune: bool = False,
              alpha: float = 0.05, seed: int = 0,
-             bounds: tuple[float, float] | None = None) -> PPIEstimate:
+             bounds: tuple[float, float] | None = None, n_known_zero: int = 0) -> PPIEstimate:
     """The prediction-powered estimate of the mean of Y (see the module's docstring).
 
     ``n_total``: the number of queries the interval is about (``target="queries"``); default
-    ``n + len(yhat_unlabelled)``. ``seed`` draws the folds of ``tune``. ``bounds`` clips the
-    interval (the estimate and ``p`` are not clipped).
+    ``n + len(yhat_unlabelled) + n_known_zero``. ``seed`` draws the folds of ``tune``.
+    ``bounds`` clips the interval (the estimate and ``p`` are not clipped). ``n_known_zero``:
+    further queries whose Y is known to be 0 (they are not estimated; the estimate over the
+    given queries is scaled by their share of all queries).
 
     Usage: ``ppi_mean(y, yhat, yhat_unlabelled, bounds=(0, 1)).ci``
     """
@@ -174,22 +206,30 @@ def ppi_mean(y: ArrayLike, yhat: ArrayLike, yhat_unlabelled: ArrayLike, *,
     yv = _vec(y, "human values")
     yh = _vec(yhat, "LLM values of the labelled queries")
     yu = _vec(yhat_unlabelled, "LLM values of the unlabelled queries")
-    n, m = len(yv), len(yu)
+    n, m, z = len(yv), len(yu), int(n_known_zero)
     if len(yh) != n:
         raise InputError(f"PPI needs a human and an LLM value for every labelled query "
                          f"({n} vs {len(yh)})")
-    big_n = n + m if n_total is None else int(n_total)
-    if big_n < n + m:
-        raise InputError(f"n_total ({big_n}) is smaller than the labelled and unlabelled "
-                         f"queries together ({n + m})")
-    lam_default = 1.0
-    if n < MIN_LABELLED:
+    if z < 0:
+        raise InputError(f"n_known_zero must be 0 or more, got {n_known_zero!r}")
+    big_n = n + m + z if n_total is None else int(n_total)
+    if big_n < n + m + z:
+        raise InputError(f"n_total ({big_n}) is smaller than the labelled, unlabelled and "
+                         f"known-zero queries together ({n + m + z})")
+    info = big_n - z  # the queries estimated (informative)
+    share = info / big_n if big_n else 0.0
+    facts: dict[str, Any] = {"n_informative": info if z else None, "n_known_zero": z}
+    if info == 0:  # every query's value is known: 0
+        return PPIEstimate(0.0, (0.0, 0.0), 0.0, 1.0, None, n, m, target, None, None, **facts)
+    everything = target == "queries" and n == info
+    if n < MIN_LABELLED and not everything:
         return PPIEstimate(None, None, None, None, None, n, m, target,
-                           f"only {n} human-labelled quer{'y' if n == 1 else 'ies'}")
+                           f"only {n} human-labelled {'informative ' if z else ''}"
+                           f"quer{'y' if n == 1 else 'ies'}", None, **facts)
     if target == "population" and m == 0:
         return PPIEstimate(None, None, None, None, None, n, m, target,
-                           "no queries without human labels")
-    if tune:
+                           "no queries without human labels", None, **facts)
+    if tune and n >= 4:
         folds = _folds(n, seed)
         factor = 1.0 if target == "queries" else 1.0 + n / max(m, 1)
         lams = np.array([_fit_lambda(yv[folds != j], yh[folds != j], factor) for j in (0, 1)])
@@ -198,37 +238,53 @@ def ppi_mean(y: ArrayLike, yhat: ArrayLike, yhat_unlabelled: ArrayLike, *,
         # by half in the queries form (the mean of the two folds' estimates)
         lam = float(lams.mean()) if target == "queries" else float(lam_i.mean())
     else:
-        lam_i = np.full(n, lam_default)
-        lam = lam_default
+        tune = False
+        lam_i = np.full(n, 1.0)
+        lam = 1.0
     resid = yv - lam_i * yh
+    df: float = max(n - 1, 1)
+    if not everything and np.ptp(resid) == 0:
+        estimate = None if tune else share * (float(np.concatenate([yh, yu]).mean())
+                                              + float(resid.mean()))
+        return PPIEstimate(estimate, None, None, None, lam, n, m, target, no_spread_reason(n),
+                           df, **facts)
+    var = _within_fold_var(resid, folds) if tune else float(np.var(resid, ddof=1)) if n > 1 \
+        else 0.0
     if target == "queries":
         mean_hat = float(np.concatenate([yh, yu]).mean())
         if tune:
             estimate = _cross_fit_estimate(yv, yh, mean_hat, n + m, folds, lams)
         else:
             estimate = mean_hat + float(resid.mean())
-        se = math.sqrt(max(0.0, 1 - n / big_n) * float(np.var(resid, ddof=1)) / n)
-        df: float | None = n - 1
+        se = math.sqrt(max(0.0, 1 - n / info) * var / n)
+        estimate, se = share * estimate, share * se
     else:
+        ddof0 = var * (n - (2 if tune else 1)) / n
         estimate = lam * float(yu.mean()) + float(resid.mean())
-        se = math.sqrt(lam * lam * float(np.var(yu)) / m + float(np.var(resid)) / n)
-        df = None
+        se = math.sqrt(lam * lam * float(np.var(yu)) / m + ddof0 / n)
+        if z:  # the informative share is itself estimated for the population (delta method)
+            se = math.sqrt(share * share * se * se + estimate * estimate
+                           * share * (1 - share) / big_n)
+            estimate = share * estimate
     half = quantile(alpha, df) * se
     if se > 0:
         p = two_sided_p(estimate / se, df)
     else:
         p = 1.0 if estimate == 0 else 0.0
     ci = clip_interval(estimate - half, estimate + half, bounds)
-    return PPIEstimate(estimate, ci, se, p, lam, n, m, target)
+    return PPIEstimate(estimate, ci, se, p, lam, n, m, target, None, df, **facts)
 
 
 def ppi_mean_diff(y_a: ArrayLike, y_b: ArrayLike, yhat_a: ArrayLike, yhat_b: ArrayLike,
                   yhat_unlabelled_a: ArrayLike, yhat_unlabelled_b: ArrayLike, *,
                   n_total: int | None = None, target: str = "queries", tune: bool = False,
                   alpha: float = 0.05, seed: int = 0,
-                  bounds: tuple[float, float] | None = None) -> PPIEstimate:
+                  bounds: tuple[float, float] | None = None,
+                  n_known_zero: int = 0) -> PPIEstimate:
     """The prediction-powered estimate of mean(Y_a − Y_b): :func:`ppi_mean` on the per-query
-    differences a − b (the same queries, in the same order, for both runs).
+    differences a − b (the same queries, in the same order, for both runs). The values are
+    those of the informative queries; ``n_known_zero`` more queries have a difference known
+    to be 0 (the two runs' top k are the same there) and are not estimated.
 
     Usage: ``ppi_mean_diff(y_a, y_b, yhat_a, yhat_b, yu_a, yu_b, bounds=(-1, 1)).p``
     """
@@ -243,7 +299,7 @@ def ppi_mean_diff(y_a: ArrayLike, y_b: ArrayLike, yhat_a: ArrayLike, yhat_b: Arr
                     diff(yhat_unlabelled_a, yhat_unlabelled_b,
                          "LLM values of the unlabelled queries"),
                     n_total=n_total, target=target, tune=tune, alpha=alpha, seed=seed,
-                    bounds=bounds)
+                    bounds=bounds, n_known_zero=n_known_zero)
 
 
 @dataclass(frozen=True)
@@ -267,6 +323,9 @@ class PairFamily:
                 "delta": e.estimate, "ci": None if e.ci is None else list(e.ci),
                 "ci_simultaneous": None if cs is None else list(cs), "p": e.p,
                 "p_adjusted": q, "verdict": v}
+            if e.n_informative is not None:
+                item["n_informative"] = e.n_informative
+                item["n_known_zero"] = e.n_known_zero
             if e.reason is not None:
                 item["reason"] = e.reason
             out.append(item)
@@ -300,8 +359,7 @@ def pair_family(estimates: list[PPIEstimate], *, alpha: float = 0.05,
             sim.append(None)
             verdicts.append("unresolved")
             continue
-        df = (e.n_labelled - 1) if e.target == "queries" else None
-        half = quantile(interval_alpha / m, df) * e.se
+        half = quantile(interval_alpha / m, e.df) * e.se
         sim.append(clip_interval(e.estimate - half, e.estimate + half, bounds))
         if q is not None and q < alpha:
             verdicts.append("a-better" if e.estimate > 0 else "b-better")

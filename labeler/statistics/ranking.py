@@ -1,14 +1,16 @@
-"""How far two orders of runs agree at the top: τ_AP, top-k overlap, the winner's confidence.
+"""How far two orders of runs agree at the top (τ, τ_AP, top-k overlap, with query-bootstrap
+intervals), which runs may be the best one, and how stable the leader is.
 
 Pure functions on plain data (orders as sequences of run tags, per-query scores as a
 queries × runs matrix), used by the comparison's ``ranking`` block.
 
 Usage::
 
-    from labeler.statistics.ranking import tau_ap, top_k_overlap, winner_confidence
+    from labeler.statistics.ranking import best_set, tau_ap, top_k_overlap, winner_stability
     tau_ap(["b", "a", "c"], ["a", "b", "c"])          # LLM order against the human order
     top_k_overlap(["b", "a", "c"], ["a", "b", "c"], 1)  # 0.0
-    winner_confidence(scores, winner=0, n_resamples=1000, seed=0)
+    winner_stability(scores, winner=0, n_resamples=1000, seed=0)
+    best_set(["a", "b"], [("a", "b", 0.02, 0.2)], {"a": 0.5, "b": 0.4})  # ["a"]
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ from scipy import stats as sps
 
 from labeler.statistics.bootstrap import query_resample_counts
 
-__all__ = ["TOP_KS", "kendall_tau", "order_of", "ranking_block", "ranking_summary",
-           "tau_ap", "top_k_overlap", "winner_confidence"]
+__all__ = ["TOP_KS", "best_set", "kendall_tau", "order_of", "rank_intervals", "ranking_block",
+           "ranking_summary", "tau_ap", "top_k_overlap", "winner_stability"]
 
 TOP_KS = (1, 3, 5)
 """The cut-offs of ``top_k_overlap`` in the ranking block."""
+MAX_RUNS_FOR_CI = 100
+"""Above this many runs the rank statistics get no bootstrap interval (too slow to be worth
+it: τ_AP is quadratic in the runs)."""
 
 
 def order_of(means: Mapping[str, float | None]) -> list[str]:
@@ -95,9 +100,73 @@ def _resampled_means(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return (counts @ np.where(ok, values, 0.0)) / (counts @ ok.astype(float))
 
 
-def winner_confidence(scores: np.ndarray, winner: int, *, n_resamples: int, seed: int,
-                      correction: np.ndarray | None = None) -> float | None:
-    """Share of query-bootstrap replicates in which column ``winner`` keeps the highest mean.
+def best_set(systems: Sequence[str], pairs: Sequence[tuple[str, str, Any, Any]],
+             key: Mapping[str, Any]) -> list[str]:
+    """The runs no other run is shown to beat: ``pairs`` are ``(a, b, lo, hi)``, a
+    simultaneous interval of mean(a) − mean(b) (NaN or None: none); ``a`` beats ``b`` where
+    ``lo > 0``, ``b`` beats ``a`` where ``hi < 0``. When every interval holds its truth (at
+    least 95% of the time for Bonferroni intervals at 95%), the truly best run is never beaten,
+    so the set holds it. Best first by ``key`` (missing last, then by tag).
+
+    Usage: ``best_set(["a", "b"], [("a", "b", 0.02, 0.2)], {"a": 0.5, "b": 0.4})  # ["a"]``
+    """
+    beaten: set[str] = set()
+    for a, b, lo, hi in pairs:
+        if _finite(lo) and float(lo) > 0:
+            beaten.add(str(b))
+        if _finite(hi) and float(hi) < 0:
+            beaten.add(str(a))
+    keep = {str(s): _value(key.get(str(s))) for s in systems if str(s) not in beaten}
+    return order_of(keep)
+
+
+def rank_intervals(per_query_human: np.ndarray, per_query_llm: np.ndarray, *,
+                   n_resamples: int, seed: int, level: float = 0.95) -> dict[str, Any] | None:
+    """Query-bootstrap percentile intervals of ``kendall_tau``, ``tau_ap`` and each
+    ``top_k_overlap`` of the LLM order against the human order: each replicate draws the
+    labelled queries (rows with a value of every run under both label sets) with
+    replacement and orders the runs under both label sets on those same drawn queries.
+    ``None`` without two runs, two labelled queries or resamples, or above
+    :data:`MAX_RUNS_FOR_CI` runs.
+
+    Usage: ``rank_intervals(H, L, n_resamples=1000, seed=0)["tau_ap"]``
+    """
+    from labeler.statistics.bootstrap import percentile_interval
+
+    h = np.asarray(per_query_human, dtype=float)
+    m = np.asarray(per_query_llm, dtype=float)
+    rows = np.isfinite(h).all(axis=1) & np.isfinite(m).all(axis=1)
+    h, m = h[rows], m[rows]
+    n, runs = h.shape
+    if n_resamples < 1 or n < 2 or runs < 2 or runs > MAX_RUNS_FOR_CI:
+        return None
+    counts = query_resample_counts(n, n_resamples, seed).astype(float)
+    mh, ml = counts @ h / n, counts @ m / n
+    tags = [str(i) for i in range(runs)]
+    values: dict[str, list[float]] = {"kendall_tau": [], "tau_ap": [],
+                                      **{str(k): [] for k in TOP_KS if k <= runs}}
+    for b in range(n_resamples):
+        oh = order_of(dict(zip(tags, mh[b])))
+        ol = order_of(dict(zip(tags, ml[b])))
+        values["kendall_tau"].append(_nan(kendall_tau(mh[b], ml[b])))
+        values["tau_ap"].append(_nan(tau_ap(ol, oh)))
+        for k in TOP_KS:
+            if k <= runs:
+                values[str(k)].append(_nan(top_k_overlap(ol, oh, k)))
+    ci = {name: percentile_interval(np.array(v), level) for name, v in values.items()}
+    return {"kendall_tau": ci["kendall_tau"], "tau_ap": ci["tau_ap"],
+            "top_k_overlap": {str(k): ci.get(str(k)) for k in TOP_KS}, "n_queries": n}
+
+
+def _nan(v: float | None) -> float:
+    return float("nan") if v is None else float(v)
+
+
+def winner_stability(scores: np.ndarray, winner: int, *, n_resamples: int, seed: int,
+                     correction: np.ndarray | None = None) -> float | None:
+    """Share of query-bootstrap replicates in which column ``winner`` keeps the highest mean:
+    how stable the lead is under resampling, not the chance that it is the best run (for
+    that, see :func:`best_set`).
 
     ``scores``: queries × runs (NaN: not scored). With ``correction`` (queries × runs, NaN
     where the query has no human label), each replicate's estimate is the prediction-powered
@@ -105,7 +174,7 @@ def winner_confidence(scores: np.ndarray, winner: int, *, n_resamples: int, seed
     replicate where some run has no value counts against the winner. ``None`` without
     resamples, runs or queries.
 
-    Usage: ``winner_confidence(ndcg_matrix, winner=2, n_resamples=1000, seed=0)``
+    Usage: ``winner_stability(ndcg_matrix, winner=2, n_resamples=1000, seed=0)``
     """
     values = np.asarray(scores, dtype=float)
     if n_resamples < 1 or values.ndim != 2 or values.shape[0] == 0 or values.shape[1] == 0:
@@ -126,11 +195,14 @@ def winner_confidence(scores: np.ndarray, winner: int, *, n_resamples: int, seed
 def ranking_summary(human: Mapping[str, float | None], llm: Mapping[str, float | None],
                     per_query_human: np.ndarray, per_query_llm: np.ndarray,
                     systems: Sequence[str], *, ppi: Mapping[str, float | None] | None = None,
-                    n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+                    n_resamples: int = 1000, seed: int = 0,
+                    best: Sequence[str] | None = None) -> dict[str, Any]:
     """The comparison's ``ranking`` block from the runs' means and per-query scores.
 
     ``per_query_*``: queries × ``systems`` matrices (NaN: not scored). The LLM order is
-    measured against the human order (τ, τ_AP, top-k overlap); ``winner.confidence`` is the
+    measured against the human order (τ, τ_AP, top-k overlap), each with a query-bootstrap
+    interval in ``ci`` (:func:`rank_intervals`, on the labelled queries); ``best_set`` is
+    ``best`` (:func:`best_set` of the simultaneous intervals); ``winner.stability`` is the
     share of query-bootstrap replicates in which the PPI winner (with ``ppi`` estimates;
     else the human winner) keeps the highest mean (PPI: LLM mean + mean human − LLM gap).
 
@@ -142,23 +214,30 @@ def ranking_summary(human: Mapping[str, float | None], llm: Mapping[str, float |
     ppi_ok = {s: v for s, v in (ppi or {}).items() if _finite(v)}
     ppi_winner = order_of(ppi_ok)[0] if ppi_ok else None
     target = ppi_winner or (order_h[0] if order_h else None)
-    confidence = None
+    stability = None
     runs = [s for s in systems if s in set(both) | set(ppi_ok)]
     if target is not None and n_resamples > 0:
         cols = [list(systems).index(s) for s in runs]
         h = np.asarray(per_query_human, dtype=float)[:, cols]
         m = np.asarray(per_query_llm, dtype=float)[:, cols]
-        confidence = winner_confidence(
+        stability = winner_stability(
             m if ppi_winner is not None else h, runs.index(target), n_resamples=n_resamples,
             seed=seed, correction=h - m if ppi_winner is not None else None)
+    cols_both = [list(systems).index(s) for s in both]
+    ci = rank_intervals(np.asarray(per_query_human, dtype=float)[:, cols_both],
+                        np.asarray(per_query_llm, dtype=float)[:, cols_both],
+                        n_resamples=n_resamples, seed=seed)
     return {
         "kendall_tau": kendall_tau([human[s] for s in both], [llm[s] for s in both]),  # type: ignore[misc]
         "tau_ap": tau_ap(order_l, order_h) if len(both) >= 2 else None,
         "top_k_overlap": {str(k): top_k_overlap(order_l, order_h, k) for k in TOP_KS},
         "winner": {"human": order_h[0] if order_h else None,
                    "llm": order_l[0] if order_l else None,
-                   "ppi": ppi_winner, "confidence": confidence,
+                   "ppi": ppi_winner, "stability": stability,
                    "of": "ppi" if ppi_winner is not None else "human"},
+        "best_set": None if best is None else list(best),
+        "ci": None if ci is None else {k: v for k, v in ci.items() if k != "n_queries"},
+        "ci_queries": None if ci is None else ci["n_queries"],
         "n_runs": len(both),
         "bootstrap": n_resamples, "bootstrap_unit": "query", "seed": seed,
     }
@@ -170,7 +249,7 @@ def _finite(value: Any) -> bool:
 
 def ranking_block(runs: pd.DataFrame, per_query: pd.DataFrame, *,
                   ppi: Mapping[str, float | None] | None = None, n_resamples: int = 1000,
-                  seed: int = 0) -> dict[str, Any]:
+                  seed: int = 0, best: Sequence[str] | None = None) -> dict[str, Any]:
     """:func:`ranking_summary` of a comparison's tables: ``runs`` (``system, human, llm``, or
     ``shared_human, shared_llm`` when present: the means over the queries every run scores
     under both label sets, which order the runs; the replicates then draw from those queries)
@@ -194,7 +273,7 @@ def ranking_block(runs: pd.DataFrame, per_query: pd.DataFrame, *,
         shared = np.isfinite(matrices[0]).all(axis=1) & np.isfinite(matrices[1]).all(axis=1)
         matrices = [m[shared] for m in matrices]
     return ranking_summary(human, llm, matrices[0], matrices[1], systems, ppi=ppi,
-                           n_resamples=n_resamples, seed=seed)
+                           n_resamples=n_resamples, seed=seed, best=best)
 
 
 def _value(v: Any) -> float | None:

@@ -57,8 +57,10 @@ class Significance:
     - ``pairs``: ``a, b, n`` (queries both runs score under both label sets), for each label
       set ``<set>_delta, <set>_p, <set>_p_adjusted``, ``verdict``, ``human_only_n,
       human_only_delta`` (queries only the human labels let both runs score), plus
-      ``ppi_delta, ppi_lo, ppi_hi, ppi_sim_lo, ppi_sim_hi, ppi_p, ppi_p_adjusted,
-      ppi_verdict, ppi_reason`` with ``ppi``.
+      ``human_sim_lo, human_sim_hi`` (the paired t's Bonferroni simultaneous intervals under
+      human labels), plus ``ppi_delta, ppi_lo, ppi_hi, ppi_sim_lo, ppi_sim_hi, ppi_p,
+      ppi_p_adjusted, ppi_verdict, ppi_reason, ppi_n_informative, ppi_n_known_zero`` with
+      ``ppi``.
     - ``ppi_runs``: each run's :class:`~labeler.statistics.ppi.PPIEstimate` with ``ppi``.
     - ``pair_mode``: which pairs were tested (``all``, ``best``, ``adjacent``).
     """
@@ -70,6 +72,8 @@ class Significance:
     pair_mode: str = "all"
     ppi_runs: Mapping[str, ppilib.PPIEstimate] | None = None
     notes: tuple[str, ...] = field(default=())
+    human_only_cis: Mapping[str, tuple[float, float] | None] | None = None
+    """With ``ppi``: each run's finite-population t interval of its labelled queries alone."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -102,6 +106,30 @@ class Significance:
             return None
         return self.ppi_runs[system].to_dict()
 
+    def run_human_only_ci(self, system: str) -> list[float] | None:
+        """With PPI: the finite-population t interval of ``system``'s labelled queries alone
+        (what the human labels say without the LLM's), or None."""
+        ci = (self.human_only_cis or {}).get(system)
+        return None if ci is None else list(ci)
+
+    def best_set(self) -> list[str]:
+        """The runs no other run is shown to beat by the simultaneous intervals (PPI's with
+        ``ppi``, else the paired t's under human labels, Bonferroni over the pairs), best
+        first: it holds the best run under full human labelling at least 95% of the time."""
+        from labeler.statistics.ranking import best_set
+
+        p = self.pairs
+        lo, hi = (("ppi_sim_lo", "ppi_sim_hi") if self.options.ppi
+                  else ("human_sim_lo", "human_sim_hi"))
+        if self.options.ppi and self.ppi_runs:
+            key = {s: e.estimate for s, e in self.ppi_runs.items()}
+        else:
+            key = dict(zip(self.runs["system"], self.runs["shared_human"]))
+        if len(p) == 0 or lo not in p.columns:
+            return best_set(list(self.runs["system"]), [], key)
+        return best_set(list(self.runs["system"]),
+                        list(zip(p["a"], p["b"], p[lo], p[hi])), key)
+
     def pairs_to_dicts(self) -> list[dict[str, Any]]:
         """The ``pairs`` list of ``labeler compare --json``."""
         p = self.pairs
@@ -112,6 +140,8 @@ class Significance:
             for s in LABEL_SETS:
                 item[s] = {"delta": _num(cols[f"{s}_delta"][i]), "p": _num(cols[f"{s}_p"][i]),
                            "p_adjusted": _num(cols[f"{s}_p_adjusted"][i])}
+            sim = (_num(cols["human_sim_lo"][i]), _num(cols["human_sim_hi"][i]))
+            item["human"]["ci_simultaneous"] = None if None in sim else list(sim)
             item["verdict"] = cols["verdict"][i]
             ho = int(cols["human_only_n"][i])
             item["human_only_queries"] = (None if ho == 0 else
@@ -147,6 +177,9 @@ def _ppi_pair(cols: Mapping[str, np.ndarray], i: int) -> dict[str, Any]:
                            "p": _num(cols["ppi_p"][i]),
                            "p_adjusted": _num(cols["ppi_p_adjusted"][i]),
                            "verdict": cols["ppi_verdict"][i]}
+    if int(cols["ppi_n_known_zero"][i]) > 0:
+        out["n_informative"] = int(cols["ppi_n_informative"][i])
+        out["n_known_zero"] = int(cols["ppi_n_known_zero"][i])
     reason = cols["ppi_reason"][i]
     if isinstance(reason, str) and reason:
         out["reason"] = reason
@@ -166,7 +199,8 @@ def significance(per_query: pd.DataFrame, systems: Sequence[str], *,
                  options: StatsOptions | None = None,
                  ppi_population: Mapping[str, Collection[str]] | None = None,
                  ppi_labelled: Collection[str] | None = None,
-                 progress: Progress | None = None) -> Significance:
+                 progress: Progress | None = None,
+                 top_k: Mapping[str, Mapping[str, Any]] | None = None) -> Significance:
     """Intervals, pair tests and verdicts from ``per_query`` (``system, query_id, human,
     llm``; NaN where a label set does not score a query).
 
@@ -197,14 +231,16 @@ def significance(per_query: pd.DataFrame, systems: Sequence[str], *,
     a, b = pairlib.select_pairs(len(systems), mode, _order(runs))
     pairs = _pairs(wide, valid, systems, a, b, options, progress)
     notes: list[str] = []
-    ppi_runs = None
+    ppi_runs = human_only = None
     if options.ppi:
         if ppi_population is None or ppi_labelled is None:
             raise ConfigError("prediction-powered estimates need the queries of each run in "
                               "the LLM labels and the queries in the human labels")
-        ppi_runs, pairs = _with_ppi(wide, queries, systems, pairs, a, b, ppi_population,
-                                    set(ppi_labelled), options, notes)
-    return Significance(options, runs, pairs, int(shared.sum()), mode, ppi_runs, tuple(notes))
+        ppi_runs, human_only, pairs = _with_ppi(
+            wide, queries, systems, pairs, a, b, ppi_population, set(ppi_labelled), options,
+            notes, _signature_codes(top_k, queries, systems))
+    return Significance(options, runs, pairs, int(shared.sum()), mode, ppi_runs, tuple(notes),
+                        human_only)
 
 
 def _wide(per_query: pd.DataFrame, col: str, systems: list[str],
@@ -250,9 +286,12 @@ def _pairs(wide: Mapping[str, np.ndarray], valid: np.ndarray, systems: list[str]
                                 ["confirmed", "reversed", "human-only", "llm-only"],
                                 default="unresolved").astype(object)
     data["human_only_n"], data["human_only_delta"] = _human_only(wide["human"], valid, a, b)
+    delta, se, n, _ = pairlib.paired_moments(wide["human"], valid, a, b)
+    data["human_sim_lo"], data["human_sim_hi"] = pairlib.simultaneous_t(
+        delta, se, n, alpha=0.05, bounds=DIFF_BOUNDS)
     cols = ["a", "b", "n", *(f"{s}_{c}" for s in LABEL_SETS
                              for c in ("delta", "p", "p_adjusted")),
-            "verdict", "human_only_n", "human_only_delta"]
+            "verdict", "human_only_n", "human_only_delta", "human_sim_lo", "human_sim_hi"]
     return pd.DataFrame({c: data[c] for c in cols}, columns=cols)
 
 
@@ -294,11 +333,30 @@ def _human_only(h: np.ndarray, valid: np.ndarray, a: np.ndarray, b: np.ndarray
     return n, mean
 
 
+def _signature_codes(top_k: Mapping[str, Mapping[str, Any]] | None, queries: Sequence[str],
+                     systems: list[str]) -> np.ndarray | None:
+    """(queries × runs) integer codes of the runs' top k (−1: unknown), equal where two
+    runs' top k are equal; None without ``top_k``."""
+    if top_k is None:
+        return None
+    codes = np.full((len(queries), len(systems)), -1, dtype="int64")
+    seen: dict[Any, int] = {}
+    for j, sys in enumerate(systems):
+        per = top_k.get(sys)
+        if per is None:
+            continue
+        for i, q in enumerate(queries):
+            if q in per:
+                codes[i, j] = seen.setdefault(per[q], len(seen))
+    return codes
+
+
 def _with_ppi(wide: Mapping[str, np.ndarray], queries: Sequence[str], systems: list[str],
               pairs: pd.DataFrame, a: np.ndarray, b: np.ndarray,
               population: Mapping[str, Collection[str]], labelled: set[str],
-              options: StatsOptions, notes: list[str]
-              ) -> tuple[dict[str, ppilib.PPIEstimate], pd.DataFrame]:
+              options: StatsOptions, notes: list[str], codes: np.ndarray | None = None
+              ) -> tuple[dict[str, ppilib.PPIEstimate],
+                         dict[str, tuple[float, float] | None], pd.DataFrame]:
     index = {q: i for i, q in enumerate(queries)}
     pop = np.zeros((len(queries), len(systems)), dtype=bool)
     for j, sys in enumerate(systems):
@@ -310,17 +368,23 @@ def _with_ppi(wide: Mapping[str, np.ndarray], queries: Sequence[str], systems: l
     kw: dict[str, Any] = {"target": options.ppi_target, "tune": options.ppi_tune,
                           "seed": options.seed}
     runs: dict[str, ppilib.PPIEstimate] = {}
+    human_only: dict[str, tuple[float, float] | None] = {}
     for j, sys in enumerate(systems):
         lj, uj = lab[:, j], unl[:, j]
         runs[sys] = ppilib.ppi_mean(y[lj, j], yhat[lj, j], yhat[uj, j], bounds=BOUNDS, **kw)
+        human_only[sys] = finite_population_ci(y[lj, j], int(lj.sum() + uj.sum()))
         if runs[sys].reason:
             notes.append(f"{sys}: no prediction-powered interval ({runs[sys].reason}; "
                          f"{int(uj.sum())} queries without human labels)")
     ests = []
     for ia, ib in zip(a, b):
-        lj, uj = lab[:, ia] & lab[:, ib], unl[:, ia] & unl[:, ib]
+        both = pop[:, ia] & pop[:, ib]
+        known = (both & (codes[:, ia] >= 0) & (codes[:, ia] == codes[:, ib])
+                 if codes is not None else np.zeros(len(queries), dtype=bool))
+        lj, uj = lab[:, ia] & lab[:, ib] & ~known, unl[:, ia] & unl[:, ib] & ~known
         ests.append(ppilib.ppi_mean_diff(y[lj, ia], y[lj, ib], yhat[lj, ia], yhat[lj, ib],
-                                         yhat[uj, ia], yhat[uj, ib], bounds=DIFF_BOUNDS, **kw))
+                                         yhat[uj, ia], yhat[uj, ib], bounds=DIFF_BOUNDS,
+                                         n_known_zero=int(known.sum()), **kw))
     fam = ppilib.pair_family(ests, alpha=options.alpha, bounds=DIFF_BOUNDS)
     pairs = pairs.copy()
 
@@ -336,7 +400,32 @@ def _with_ppi(wide: Mapping[str, np.ndarray], queries: Sequence[str], systems: l
     pairs["ppi_p_adjusted"] = col(list(fam.p_adjusted))
     pairs["ppi_verdict"] = list(fam.verdicts)
     pairs["ppi_reason"] = [e.reason or "" for e in ests]
-    return runs, pairs
+    pairs["ppi_n_informative"] = [e.n_labelled + e.n_unlabelled if e.n_informative is None
+                                  else e.n_informative for e in ests]
+    pairs["ppi_n_known_zero"] = [e.n_known_zero for e in ests]
+    return runs, human_only, pairs
+
+
+def finite_population_ci(y: np.ndarray, n_total: int, level: float = 0.95
+                         ) -> tuple[float, float] | None:
+    """The human-only interval of the mean over ``n_total`` queries from the ``n`` labelled
+    values ``y`` alone: mean ± t(n − 1)·sqrt((1 − n/N)·var(y)/n), clipped to [0, 1]. None
+    below :data:`~labeler.statistics.ppi.MIN_LABELLED` values or without spread (unless
+    every query is labelled: then it is the mean itself).
+
+    Usage: ``finite_population_ci(np.array([.5, .7, .6, .4, .8]), 20)``
+    """
+    n = len(y)
+    if n == 0 or n_total < n:
+        return None
+    mean = float(np.mean(y))
+    if n == n_total:
+        return mean, mean
+    if n < ppilib.MIN_LABELLED or np.ptp(y) == 0:
+        return None
+    se = math.sqrt((1 - n / n_total) * float(np.var(y, ddof=1)) / n)
+    half = ppilib.quantile(1 - level, n - 1) * se
+    return ppilib.clip_interval(mean - half, mean + half, BOUNDS)
 
 
 def headline(means: pd.DataFrame, sig: Significance) -> str:
