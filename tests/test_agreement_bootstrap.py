@@ -73,6 +73,17 @@ def test_table_statistics_equal_the_libraries() -> None:
                 assert got[name] == pytest.approx(value, abs=1e-9), name
 
 
+def _studentized(draws: list[dict[str, float]], name: str, estimate: float, n: int,
+                 lo: float) -> list[float]:
+    """estimate ± t(0.975, n − 1) · sd of the replicates · sqrt(n/(n − 1)), clipped."""
+    from scipy import stats as sps
+
+    values = np.array([d[name] for d in draws])
+    values = values[np.isfinite(values)]
+    half = sps.t.ppf(0.975, n - 1) * np.std(values, ddof=1) * np.sqrt(n / (n - 1))
+    return [max(estimate - half, lo), min(estimate + half, 1.0)]
+
+
 def test_query_bootstrap_reproduces_a_hand_made_resampling_of_whole_queries() -> None:
     llm = DATA / "RMITIR-llama38b.qrels"
     human = _human_of([*FOUR, "q3", "q5"])
@@ -86,8 +97,15 @@ def test_query_bootstrap_reproduces_a_hand_made_resampling_of_whole_queries() ->
     for row in draws:  # every drawn query brings all of its pairs, a query drawn twice twice
         sample = pd.concat([both.loc[both["query_id"] == queries[i]] for i in row])
         stats.append(_library_stats(sample["human"].to_numpy(), sample["llm"].to_numpy()))
+    whole = _library_stats(both["human"].to_numpy(), both["llm"].to_numpy())
+    assert rep.ci["method"] == "studentized bootstrap"
     for name in boot.names():
-        assert rep.ci[name] == pytest.approx(_percentiles(stats, name), abs=1e-9), name
+        lo = 0.0 if name == "exact_agreement" else -1.0
+        want = _studentized(stats, name, whole[name], len(queries), lo)
+        assert rep.ci[name] == pytest.approx(want, abs=1e-9), name
+        # wider than the percentile interval of the same resamples at 6 queries
+        pct = _percentiles(stats, name)
+        assert rep.ci[name][1] - rep.ci[name][0] > pct[1] - pct[0], name
 
 
 def test_pair_bootstrap_is_todays_pair_bootstrap() -> None:

@@ -250,12 +250,15 @@ DEFAULT_UNIT: Unit = "query"
 
 def bootstrap_ci(both: pd.DataFrame, n_resamples: int, seed: int,
                  unit: Unit = DEFAULT_UNIT, level: float = 0.95) -> dict[str, Any]:
-    """Percentile bootstrap CIs of exact agreement, kappa (unweighted, linear, quadratic) and
-    ordinal alpha.
+    """Bootstrap CIs of exact agreement, kappa (unweighted, linear, quadratic) and ordinal
+    alpha.
 
     ``unit="query"`` (cluster bootstrap) draws as many queries as there are, with
-    replacement, and keeps all pairs of each drawn query; ``unit="pair"`` draws pairs. Each
-    replicate is a 4×4 table of grade counts (:mod:`labeler.statistics.bootstrap`).
+    replacement, and keeps all pairs of each drawn query; the interval is studentized:
+    the statistic ± t(n − 1) · the replicates' sd · sqrt(n/(n − 1)) for n queries, clipped to
+    the statistic's range (it covers from 5 queries on; a percentile interval does not).
+    ``unit="pair"`` draws pairs and keeps the percentile interval. Each replicate is a 4×4
+    table of grade counts (:mod:`labeler.statistics.bootstrap`).
 
     Usage: ``bootstrap_ci(joined(llm=l, human=h)[0], 1000, seed=0)["cohen_kappa"]``
     """
@@ -268,12 +271,17 @@ def bootstrap_ci(both: pd.DataFrame, n_resamples: int, seed: int,
         per_query = boot.query_tables(h, ll, codes)
         counts = boot.query_resample_counts(len(per_query), n_resamples, seed)
         tables = np.einsum("bq,qij->bij", counts, per_query)
+        method = "studentized bootstrap"
     else:
         tables = boot.pair_resample_tables(h, ll, n_resamples, seed)
-    out: dict[str, Any] = {"level": level, "method": "percentile bootstrap",
+        method = "percentile bootstrap"
+    out: dict[str, Any] = {"level": level, "method": method,
                            "n_resamples": n_resamples, "seed": seed, "unit": unit}
+    whole = boot.statistics(boot.table_of(h, ll)) if unit == "query" else {}
     for name, values in boot.statistics(tables).items():
-        out[name] = boot.percentile_interval(values, level)
+        out[name] = (boot.studentized_interval(float(whole[name]), values, len(per_query),
+                                               level, boot.RANGES[name])
+                     if unit == "query" else boot.percentile_interval(values, level))
     return out
 
 
