@@ -151,14 +151,19 @@ def test_ppi_on_a_random_sample_of_queries_equals_ppi_py(files: dict[str, Path])
         assert (run["ppi"]["target"], run["ppi"]["lambda"]) == ("queries", 1.0)
     pop = json.loads(_compare(files, "--json", "--ppi", "--ppi-target", "population",
                               human=files["dir"] / "sample.qrels")[1])
-    for p in pop["pairs"]:  # the population target: ppi_py's plain PPI
+    for p in pop["pairs"]:  # the population target: ppi_py's estimate and se, t(n − 1)
         ya = vals(p["a"], "human", lab) - vals(p["b"], "human", lab)
         yha = vals(p["a"], "llm", lab) - vals(p["b"], "llm", lab)
         yua = vals(p["a"], "llm", unl) - vals(p["b"], "llm", unl)
-        pval = float(np.ravel(ppi_py.ppi_mean_pval(ya, yha, yua, lam=1))[0])
+        est = float(np.ravel(ppi_py.ppi_mean_pointestimate(ya, yha, yua, lam=1))[0])
         lo, hi = ppi_py.ppi_mean_ci(ya, yha, yua, alpha=0.05, lam=1)
-        assert p["ppi"]["p"] == pytest.approx(pval, rel=1e-9)
-        assert p["ppi"]["ci"] == pytest.approx([float(lo[0]), float(hi[0])], abs=1e-9)
+        se = (float(hi[0]) - float(lo[0])) / (2 * sps.norm.ppf(0.975))
+        t = sps.t.ppf(0.975, len(ya) - 1)
+        assert p["ppi"]["delta"] == pytest.approx(est, abs=1e-9)
+        assert p["ppi"]["p"] == pytest.approx(2 * sps.t.sf(abs(est) / se, len(ya) - 1),
+                                              rel=1e-9)
+        assert p["ppi"]["ci"] == pytest.approx([max(est - t * se, -1), min(est + t * se, 1)],
+                                               abs=1e-9)
     tuned = json.loads(_compare(files, "--json", "--ppi", "--ppi-tune",
                                 human=files["dir"] / "sample.qrels")[1])
     assert tuned["statistics"]["ppi_tune"] is True
