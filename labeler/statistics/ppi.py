@@ -163,6 +163,11 @@ def _fit_lambda(y: NDArray[np.float64], yhat: NDArray[np.float64], factor: float
     return float(np.clip(cov / (factor * var), 0.0, 1.0))
 
 
+def _no_spread(values: NDArray[np.float64]) -> bool:
+    """True where the values do not vary beyond rounding error."""
+    return bool(np.ptp(values) <= 1e-12 * max(1.0, float(np.abs(values).max(initial=0.0))))
+
+
 def _within_fold_var(resid: NDArray[np.float64], folds: NDArray[np.int64]) -> float:
     """The residuals' variance, each centred on its own fold's mean (ddof: one per fold)."""
     dev = np.concatenate([resid[folds == j] - resid[folds == j].mean() for j in (0, 1)
@@ -243,7 +248,7 @@ def ppi_mean(y: ArrayLike, yhat: ArrayLike, yhat_unlabelled: ArrayLike, *,
         lam = 1.0
     resid = yv - lam_i * yh
     df: float = max(n - 1, 1)
-    if not everything and np.ptp(resid) == 0:
+    if not everything and _no_spread(resid):
         estimate = None if tune else share * (float(np.concatenate([yh, yu]).mean())
                                               + float(resid.mean()))
         return PPIEstimate(estimate, None, None, None, lam, n, m, target, no_spread_reason(n),
