@@ -36,8 +36,8 @@ A sample never yields a zero-width interval: where the labelled Δ do not vary (
 query is labelled) there is no interval (``reason``: no spread among the labelled queries).
 
 The ``p``-value comes from the same estimate, standard error and distribution as the interval,
-so ``p < α`` exactly when the interval leaves 0 out (both use t(n − 1)). With ``bounds`` (e.g. ``(0, 1)`` for NDCG,
-``(-1, 1)`` for a difference of two) the interval is clipped to them: the truth is always
+so ``p < α`` exactly when the interval leaves 0 out (both use t(n − 1)). With ``bounds``
+(e.g. ``(0, 1)`` for NDCG, ``(-1, 1)`` for a difference of two) the interval is clipped to them: the truth is always
 inside the bounds, so clipping never lowers coverage. With fewer than
 :data:`MIN_LABELLED` labelled queries there is no interval, and ``reason`` says why.
 
