@@ -37,9 +37,9 @@ query is labelled) there is no interval (``reason``: no spread among the labelle
 
 The ``p``-value comes from the same estimate, standard error and distribution as the interval,
 so ``p < α`` exactly when the interval leaves 0 out (both use t(n − 1)). With ``bounds``
-(e.g. ``(0, 1)`` for NDCG, ``(-1, 1)`` for a difference of two) the interval is clipped to them: the truth is always
-inside the bounds, so clipping never lowers coverage. With fewer than
-:data:`MIN_LABELLED` labelled queries there is no interval, and ``reason`` says why.
+(e.g. ``(0, 1)`` for NDCG, ``(-1, 1)`` for a difference of two) the interval is clipped to
+them: the truth is always inside the bounds, so clipping never lowers coverage. With fewer
+than :data:`MIN_LABELLED` labelled queries there is no interval, and ``reason`` says why.
 
 Usage::
 
