@@ -3,9 +3,11 @@
 Population: the LLMJudge 2024 test set — 25 queries, 4,423 human-judged pairs, and the 33
 real LLM label sets submitted for them. For each label set, the statistic on all 25 queries is
 the truth. A user with human labels for only n queries (a random draw of n of the 25, without
-replacement) gets a 95% percentile-bootstrap interval from those n queries, resampling pairs
-(``--bootstrap-unit pair``) or whole queries (the default). Printed: per n and statistic, the
-share of draws whose interval covers the truth, and the mean width.
+replacement) gets a 95% bootstrap interval from those n queries, resampling pairs
+(``--bootstrap-unit pair``, percentile interval) or whole queries (the default): the
+percentile interval labeler gave before, and the studentized one it gives now (estimate ±
+t(n − 1)·sd·sqrt(n/(n − 1)), clipped). Printed: per n and statistic, the share of draws whose
+interval covers the truth (± its Monte-Carlo error), and the mean width.
 
 Then calibration held out by query: per label set and method, fit on a random 12 of the 25
 queries (its gate judged by 5-fold cross-validation whose folds are whole queries, or, for
@@ -76,8 +78,10 @@ def coverage(sets: dict[str, Any], sizes: list[int], draws: int, n_boot: int,
     from labeler.statistics import bootstrap as boot
 
     rng = np.random.default_rng(2024)
-    hits = {(n, u, s): [] for n in sizes for u in ("pair", "query") for s in STATS}
-    widths = {key: [] for key in hits}
+    units = ("pair", "query", "studentized")
+    hits: dict[tuple[int, str, str], list[bool]] = {
+        (n, u, s): [] for n in sizes for u in units for s in STATS}
+    widths: dict[tuple[int, str, str], list[float]] = {key: [] for key in hits}
     start = time.perf_counter()
     for both in sets.values():
         codes = np.unique(both["query_id"].to_numpy(), return_inverse=True)[1]
@@ -93,24 +97,37 @@ def coverage(sets: dict[str, Any], sizes: list[int], draws: int, n_boot: int,
                 by_unit = {"query": np.einsum("bq,qij->bij", counts, tables)}
                 mask = np.isin(codes, pick)
                 by_unit["pair"] = boot.pair_resample_tables(h[mask], g[mask], n_boot, seed)
+                whole = boot.statistics(tables.sum(axis=0))
                 for unit, reps in by_unit.items():
                     values = boot.statistics(reps)
                     for s in STATS:
-                        ci = boot.percentile_interval(values[s])
-                        if ci is None or not np.isfinite(truth[s]):
-                            continue
-                        hits[(n, unit, s)].append(ci[0] <= truth[s] <= ci[1])
-                        widths[(n, unit, s)].append(ci[1] - ci[0])
+                        cis = {unit: boot.percentile_interval(values[s])}
+                        if unit == "query":
+                            cis["studentized"] = boot.studentized_interval(
+                                float(whole[s]), values[s], n, bounds=boot.RANGES[s])
+                        for name, ci in cis.items():
+                            if not np.isfinite(truth[s]):
+                                continue
+                            if ci is None:  # no interval: the statistic's whole range
+                                ci = list(boot.RANGES[s])
+                            hits[(n, name, s)].append(ci[0] <= truth[s] <= ci[1])
+                            widths[(n, name, s)].append(ci[1] - ci[0])
     took = time.perf_counter() - start
     print(f"Coverage of 95% intervals, {population}: {len(sets)} label sets x {draws} random "
           f"query samples per size, {n_boot} resamples ({took:.0f} s)\n")
-    print("| queries | statistic | pair unit: coverage | width | query unit: coverage | width |")
-    print("|---:|---|---:|---:|---:|---:|")
+    print("| queries | statistic | pair unit, percentile | query unit, percentile (before) "
+          "| query unit, studentized (now) |")
+    print("|---:|---|---:|---:|---:|")
+
+    def cell(key: tuple[int, str, str]) -> str:
+        h = np.asarray(hits[key], dtype=float)
+        err = np.sqrt(h.mean() * (1 - h.mean()) / max(1, len(h)))
+        return f"{h.mean():.1%} ± {err:.1%} ({np.mean(widths[key]):.3f})"
+
     for n in sizes:
         for s, label in STATS.items():
-            p, q = (n, "pair", s), (n, "query", s)
-            print(f"| {n} | {label} | {np.mean(hits[p]):.1%} | {np.mean(widths[p]):.3f} | "
-                  f"{np.mean(hits[q]):.1%} | {np.mean(widths[q]):.3f} |")
+            print(f"| {n} | {label} | {cell((n, 'pair', s))} | {cell((n, 'query', s))} | "
+                  f"{cell((n, 'studentized', s))} |")
     print()
 
 
@@ -174,7 +191,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("/work/shared/data/llmjudge"))
     parser.add_argument("--draws", type=int, default=30, help="query samples per size and set")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 15, 20])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5, 10, 15, 20])
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--splits", type=int, default=3, help="12/13 query splits")
     parser.add_argument("--dl19", type=Path,

@@ -8,7 +8,8 @@ it computes, exactly as labeler does (checked against ``labeler.statistics`` on 
 studies of every setting):
 
 - run-mean PPI intervals: the default (finite-population difference estimator, t quantile),
-  ``--ppi-target population`` (ppi_py's plain PPI), ``--ppi-tune`` (cross-fitted λ);
+  ``--ppi-target population`` (ppi_py's plain PPI estimate and se, t(n − 1) quantile),
+  ``--ppi-tune`` (cross-fitted λ, within-fold-centred se) and its width against plain PPI's;
 - pair PPI intervals of a − b: each at 95% (raw), and Bonferroni simultaneous intervals (the
   share of studies in which *every* pair's interval holds its truth);
 - the human-only Student-t interval of the n judged queries;
@@ -40,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtri, stdtr, stdtrit
+from scipy.special import stdtr, stdtrit
 
 from labeler import io
 from labeler.scoring import results as scoring
@@ -48,7 +49,9 @@ from labeler.statistics.inference import mean_ci
 from labeler.statistics.pairs import holm
 from labeler.statistics.ppi import ppi_mean
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "trec-dl-2019"
+DATA = next((p / "shared" / "data" / "trec-dl-2019" for p in Path(__file__).resolve().parents
+             if (p / "shared" / "data" / "trec-dl-2019").is_dir()),
+            Path("/work/shared/data/trec-dl-2019"))
 K = 10
 ALPHA = 0.05
 JUDGES = {"simulated +0.5, sd 0.8": (0.5, 0.8), "simulated +1.0, sd 1.2": (1.0, 1.2),
@@ -158,7 +161,10 @@ def ppi_tuned(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray, seed: int
         r = ys - lam[j][:, None, :] * hs
         est += (lam[j] * mean_hat + share * r[:, o].mean(axis=1)
                 + (1 - share) * r[:, ~o].mean(axis=1)) / 2
-    se = np.sqrt((1 - n / big_n) * resid.var(axis=1, ddof=1) / n)
+    # each fold's residuals centred on their own fold's mean (two degrees of freedom spent)
+    dev = np.concatenate([resid[:, fold == j] - resid[:, fold == j].mean(axis=1, keepdims=True)
+                          for j in (0, 1)], axis=1)
+    se = np.sqrt((1 - n / big_n) * (dev ** 2).sum(axis=1) / (n - 2) / n)
     return est, se, n - 1
 
 
@@ -210,11 +216,11 @@ def simulate(y: np.ndarray, yhat: np.ndarray, n: int, studies: int, seed: int
     est["tuned"], se["tuned"], _ = ppi_tuned(y, yhat, picks, seed=0)
     check_against_labeler(y, yhat, picks, est, se)
     t = float(stdtrit(df, 1 - ALPHA / 2))
-    z = float(ndtri(1 - ALPHA / 2))
     out["run PPI"] = cell(*interval(est["default"], se["default"], t, 0, 1), truth)
-    out["run PPI population"] = cell(*interval(est["population"], se["population"], z, 0, 1),
+    out["run PPI population"] = cell(*interval(est["population"], se["population"], t, 0, 1),
                                      truth)
     out["run PPI tuned"] = cell(*interval(est["tuned"], se["tuned"], t, 0, 1), truth)
+    out["tuned / plain width"] = f"{(se['tuned'] / se['default']).mean():.2f}"
     hy = y[picks]
     ci = [mean_ci(hy[s, :, c], bounds=(0, 1)) for s in range(studies) for c in range(runs)]
     lo = np.array([c[0] if c else 0.0 for c in ci]).reshape(studies, runs)
@@ -247,7 +253,8 @@ def simulate(y: np.ndarray, yhat: np.ndarray, n: int, studies: int, seed: int
     return out
 
 
-COLUMNS = ["run PPI", "run PPI population", "run PPI tuned", "human-only t", "pair PPI",
+COLUMNS = ["run PPI", "run PPI population", "run PPI tuned", "tuned / plain width",
+           "human-only t", "pair PPI",
            "pair PPI simultaneous", "FWER", "bias", "bias tuned"]
 
 

@@ -128,8 +128,20 @@ def test_with_complete_a_query_both_runs_lack_is_a_known_zero() -> None:
     labelled = [f"q{i}" for i in range(14)]
     c = compare(human=human.loc[human["query_id"].isin(labelled)], llm=llm, runs=run,
                 stats=StatsOptions(ppi=True), complete=True)
-    pair = c.to_dict()["pairs"][0]["ppi"]
+    d = c.to_dict()
+    pair = d["pairs"][0]["ppi"]
     assert (pair["n_informative"], pair["n_known_zero"]) == (8, 12)
+    # each run scores 0 on the two queries it lacks: known, not estimated
+    run_a = d["runs"]["a"]["ppi"]
+    assert run_a["n_known_zero"] == 2
+    assert run_a["n_labelled"] + run_a["n_unlabelled"] == 18
+    pq = c.per_query.set_index(["system", "query_id"])
+    present = [f"q{i}" for i in range(20) if i not in (1, 3)]
+    y = np.array([pq.loc[("a", q), "human"] if q in labelled else 0.0 for q in present])
+    yhat = np.array([pq.loc[("a", q), "llm"] for q in present])
+    lab = np.array([q in labelled for q in present])
+    est = 18 / 20 * (yhat.mean() + (y[lab] - yhat[lab]).mean())
+    assert run_a["estimate"] == pytest.approx(est, abs=1e-12)
 
 
 # ---------------------------------------------------------------------- the best set

@@ -97,11 +97,14 @@ class PPIEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"estimate", "ci", "se", "n_labelled", "n_unlabelled", "target", "lambda"}``,
-        plus ``"reason"`` when there is no interval."""
+        plus ``"n_known_zero"`` (queries known to score 0, not estimated) when there are
+        some and ``"reason"`` when there is no interval."""
         out: dict[str, Any] = {
             "estimate": self.estimate, "ci": None if self.ci is None else list(self.ci),
             "se": self.se, "n_labelled": self.n_labelled, "n_unlabelled": self.n_unlabelled,
             "target": self.target, "lambda": self.lam}
+        if self.n_known_zero:
+            out["n_known_zero"] = self.n_known_zero
         if self.reason is not None:
             out["reason"] = self.reason
         return out

@@ -333,6 +333,10 @@ def _human_only(h: np.ndarray, valid: np.ndarray, a: np.ndarray, b: np.ndarray
     return n, mean
 
 
+ABSENT = 0
+"""The code of a query a run lacks (``()`` in ``top_k``): with ``--complete`` it scores 0."""
+
+
 def _signature_codes(top_k: Mapping[str, Mapping[str, Any]] | None, queries: Sequence[str],
                      systems: list[str]) -> np.ndarray | None:
     """(queries × runs) integer codes of the runs' top k (−1: unknown), equal where two
@@ -340,7 +344,7 @@ def _signature_codes(top_k: Mapping[str, Mapping[str, Any]] | None, queries: Seq
     if top_k is None:
         return None
     codes = np.full((len(queries), len(systems)), -1, dtype="int64")
-    seen: dict[Any, int] = {}
+    seen: dict[Any, int] = {(): ABSENT}
     for j, sys in enumerate(systems):
         per = top_k.get(sys)
         if per is None:
@@ -370,8 +374,12 @@ def _with_ppi(wide: Mapping[str, np.ndarray], queries: Sequence[str], systems: l
     runs: dict[str, ppilib.PPIEstimate] = {}
     human_only: dict[str, tuple[float, float] | None] = {}
     for j, sys in enumerate(systems):
-        lj, uj = lab[:, j], unl[:, j]
-        runs[sys] = ppilib.ppi_mean(y[lj, j], yhat[lj, j], yhat[uj, j], bounds=BOUNDS, **kw)
+        # a query the run lacks (--complete) scores 0 under any labels: a known zero
+        absent = (pop[:, j] & (codes[:, j] == ABSENT) if codes is not None
+                  else np.zeros(len(queries), dtype=bool))
+        lj, uj = lab[:, j] & ~absent, unl[:, j] & ~absent
+        runs[sys] = ppilib.ppi_mean(y[lj, j], yhat[lj, j], yhat[uj, j], bounds=BOUNDS,
+                                    n_known_zero=int(absent.sum()), **kw)
         human_only[sys] = finite_population_ci(y[lj, j], int(lj.sum() + uj.sum()))
         if runs[sys].reason:
             notes.append(f"{sys}: no prediction-powered interval ({runs[sys].reason}; "
