@@ -184,14 +184,16 @@ def test_rank_intervals_resample_the_same_queries_for_both_orders() -> None:
     got = rank_intervals(h, m, n_resamples=200, seed=5)
     assert got is not None
     counts = query_resample_counts(9, 200, 5)
-    taps, top1 = [], []
+    taps, top1, taus = [], [], []
     for w in counts:  # by hand: both orders on the same drawn queries
         idx = np.repeat(np.arange(9), w)
         oh = [str(i) for i in np.argsort(-h[idx].mean(axis=0), kind="stable")]
         ol = [str(i) for i in np.argsort(-m[idx].mean(axis=0), kind="stable")]
         taps.append(tau_ap(ol, oh))
         top1.append(top_k_overlap(ol, oh, 1))
+        taus.append(sps.kendalltau(h[idx].mean(axis=0), m[idx].mean(axis=0)).statistic)
     assert got["tau_ap"] == pytest.approx(list(np.percentile(taps, [2.5, 97.5])))
+    assert got["kendall_tau"] == pytest.approx(list(np.percentile(taus, [2.5, 97.5])))
     assert got["top_k_overlap"]["1"] == pytest.approx(list(np.percentile(top1, [2.5, 97.5])))
     assert got["top_k_overlap"]["5"] is None and got["n_queries"] == 9
 
