@@ -320,6 +320,7 @@ def rank_rows(y: np.ndarray, yhat: np.ndarray, n: int, studies: int, seed: int,
                                                                    yhat.mean(axis=0)),
              "top1": top_k_overlap(ol, oh, 1)}
     hits: dict[str, list[bool]] = {k: [] for k in truth}
+    widths: dict[str, list[float]] = {k: [] for k in truth}
     for s in range(studies):
         pick = rng.choice(big_n, n, replace=False)
         ci = rank_intervals(y[pick], yhat[pick], n_resamples=n_boot, seed=s)
@@ -328,7 +329,9 @@ def rank_rows(y: np.ndarray, yhat: np.ndarray, n: int, studies: int, seed: int,
         for key, c in (("tau_ap", ci["tau_ap"]), ("kendall_tau", ci["kendall_tau"]),
                        ("top1", ci["top_k_overlap"]["1"])):
             hits[key].append(c is None or c[0] <= truth[key] <= c[1])  # type: ignore[operator]
-    return {f"{k} coverage": rate(np.array(v)) for k, v in hits.items()}
+            widths[key].append(2.0 if c is None else c[1] - c[0])
+    return {f"{k} coverage": f"{rate(np.array(v))} (width {np.mean(widths[k]):.2f}; "
+            f"truth {truth[k]:.2f})" for k, v in hits.items()}
 
 
 # ---------------------------------------------------------------------- population null
@@ -423,11 +426,14 @@ def main() -> None:
     if "rank" in args.parts:
         print("| runs | n | τ_AP coverage | Kendall τ coverage | top-1 overlap coverage |")
         print("| --- | ---: | ---: | ---: | ---: |")
-        y, yhat = table(human, brd, qids), table(good, brd, qids)
-        for n in args.n:
-            res = rank_rows(y, yhat, n, min(args.studies, 300), seed=n)
-            print(f"| board of 10 | {n} | {res['tau_ap coverage']} | "
-                  f"{res['kendall_tau coverage']} | {res['top1 coverage']} |", flush=True)
+        y = table(human, brd, qids)
+        for judge, llm in (("judge +0.5/0.8", good),
+                           ("judge biased to mix0", biased_labels(human, brd, "mix0", 0))):
+            yhat = table(llm, brd, qids)
+            for n in args.n:
+                res = rank_rows(y, yhat, n, args.studies, seed=n)
+                print(f"| board of 10, {judge} | {n} | {res['tau_ap coverage']} | "
+                      f"{res['kendall_tau coverage']} | {res['top1 coverage']} |", flush=True)
         print()
     if "population" in args.parts:
         ict = runs.loc[runs["system"].isin(ICT)]
