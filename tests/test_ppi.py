@@ -101,6 +101,7 @@ def test_cross_fitted_lambda_is_fitted_on_the_other_fold() -> None:
     assert r2.lam == pytest.approx((lams[0] + lam1) / 2)
     # with lambda 1 in both folds the cross-fitted estimate is the plain one
     y3 = np.linspace(0.1, 0.9, 10)
+    assert ppi_mean(y[:9], yhat[:9], yu, tune=True).lam == 1.0  # below 10: not tuned
     tuned = ppi_mean(y3, y3 - 0.05, yu, tune=True)
     assert tuned.lam == 1.0
     assert tuned.estimate == pytest.approx(ppi_mean(y3, y3 - 0.05, yu).estimate)
@@ -221,9 +222,13 @@ def test_holm_by_hand() -> None:
     assert list(itertools.chain(holm([]))) == []
 
 
-def test_cross_fitted_estimate_is_exactly_unbiased_by_enumeration() -> None:
+def test_cross_fitted_estimate_is_exactly_unbiased_by_enumeration(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Every ordered sample of 5 of 7 queries (the folds follow the order): the mean of the
     tuned estimates is the mean of Y over the 7 queries, to rounding."""
+    from labeler.statistics import ppi as ppilib
+
+    monkeypatch.setattr(ppilib, "MIN_TUNE", 4)  # tune this small sample (labeler: from 10)
     rng = np.random.default_rng(11)
     y = rng.uniform(0, 1, 7)
     yhat = np.clip(0.6 * y + 0.3 + rng.normal(0, 0.2, 7), 0, 1)
