@@ -17,8 +17,8 @@ the same queries, ``yhat_unlabelled`` the LLM values of the other ``N − n`` qu
   queries).
 - ``tune=True``: Ŷ weighted by λ (PPI++), from :data:`MIN_TUNE` labelled queries on (below,
   λ = 1). The labelled queries are split at random into two folds; each fold's λ is fitted
-  on the *other* fold (cov(Y, Ŷ)/var(Ŷ), clipped to [0, 1]; population target: divided by 1 + n/(N − n) as in PPI++), so no λ is fitted and applied on
-  the same queries. Queries target: fold j's estimate is λ_j · mean_N(Ŷ) plus the mean of
+  on the *other* fold (cov(Y, Ŷ)/var(Ŷ), clipped to [0, 1]; population target: divided by
+  1 + n/(N − n) as in PPI++), so no λ is fitted and applied on the same queries. Queries target: fold j's estimate is λ_j · mean_N(Ŷ) plus the mean of
   the residuals Y − λ_j·Ŷ over all N queries, whose part on the other fold is known and whose
   rest fold j (a random sample of it) estimates; θ̂ is the mean of the two folds' estimates —
   exactly unbiased, and the plain estimator when λ = 1. Population target: θ̂ =
