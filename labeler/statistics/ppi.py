@@ -15,17 +15,17 @@ the same queries, ``yhat_unlabelled`` the LLM values of the other ``N − n`` qu
   var_n(Δ)/n: ``ppi_py``'s estimate and standard error (``lam=1``, its ddof-0 spreads), with
   the t(n − 1) quantile instead of its normal one (which undercovers with few labelled
   queries).
-- ``tune=True``: Ŷ weighted by λ (PPI++), from :data:`MIN_TUNE` labelled queries on (below,
-  λ = 1). The labelled queries are split at random into two folds; each fold's λ is fitted
-  on the *other* fold (cov(Y, Ŷ)/var(Ŷ), clipped to [0, 1]; population target: divided by
-  1 + n/(N − n) as in PPI++), so no λ is fitted and applied on the same queries. Queries target: fold j's estimate is λ_j · mean_N(Ŷ) plus the mean of
-  the residuals Y − λ_j·Ŷ over all N queries, whose part on the other fold is known and whose
-  rest fold j (a random sample of it) estimates; θ̂ is the mean of the two folds' estimates —
-  exactly unbiased, and the plain estimator when λ = 1. Population target: θ̂ =
-  λ̄ · mean(Ŷ unlabelled) + mean_n(Y − λ_fold·Ŷ). se as above from the residuals
-  Y − λ_fold·Ŷ, each centred on its own fold's mean (the two folds' residuals have different
-  means, which is no sampling noise); the reported ``lambda`` is the weight of mean(Ŷ) (the
-  mean of the two λ, weighted by fold size for the population target).
+- ``tune=True``: Ŷ weighted by λ (PPI++), from :data:`MIN_TUNE` labelled queries on (below, λ =
+  1). The labelled queries are split at random into two folds; each fold's λ is fitted on the
+  *other* fold (cov(Y, Ŷ)/var(Ŷ), clipped to [0, 1]; population target: divided by 1 + n/(N − n)
+  as in PPI++), so no λ is fitted and applied on the same queries. Queries target: fold j's
+  estimate is λ_j · mean_N(Ŷ) plus the mean of the residuals Y − λ_j·Ŷ over all N queries, whose
+  part on the other fold is known and whose rest fold j (a random sample of it) estimates; θ̂ is
+  the mean of the two folds' estimates — exactly unbiased, and the plain estimator when λ = 1.
+  Population target: θ̂ = λ̄ · mean(Ŷ unlabelled) + mean_n(Y − λ_fold·Ŷ). se as above from the
+  residuals Y − λ_fold·Ŷ, each centred on its own fold's mean (the two folds' residuals have
+  different means, which is no sampling noise); the reported ``lambda`` is the weight of mean(Ŷ)
+  (the mean of the two λ, weighted by fold size for the population target).
 
 Known zeros (:func:`ppi_mean_diff`'s ``n_known_zero``): queries whose difference is known to be
 0 before any human label (two runs with the same top k there) are not estimated: the estimator
