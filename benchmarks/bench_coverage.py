@@ -96,17 +96,6 @@ def ndcg_table(qrels: pd.DataFrame, runs: pd.DataFrame, systems: list[str],
 
 # ---------------------------------------------------------------------- estimators
 
-def _holm_rows(p: np.ndarray) -> np.ndarray:
-    """Holm's adjustment of every row of ``p`` (studies × family)."""
-    m = p.shape[1]
-    order = np.argsort(p, axis=1, kind="stable")
-    ranked = np.take_along_axis(p, order, axis=1) * (m - np.arange(m))
-    adjusted = np.minimum(1.0, np.maximum.accumulate(ranked, axis=1))
-    out = np.empty_like(adjusted)
-    np.put_along_axis(out, order, adjusted, axis=1)
-    return out
-
-
 def ppi_default(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Estimate and se of the default estimator for every study and column:
@@ -170,6 +159,45 @@ def ppi_tuned(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray, seed: int
     return est, se, n - 1
 
 
+def pair_ppi(dy: np.ndarray, dh: np.ndarray, picks: np.ndarray, zero: np.ndarray | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Estimate, se and degrees of freedom (studies × pairs) of the pair PPI; NaN se where
+    there is no interval. ``zero`` None: before (every query estimated, zero spread gives
+    se 0); else now (known zeros post-stratified, no spread or < 5 informative: NaN)."""
+    big_n = dy.shape[0]
+    info = np.ones_like(dy, dtype=bool) if zero is None else ~zero
+    n_info = info.sum(axis=0)                                    # pairs
+    lab = info[picks]                                            # studies × n × pairs
+    k = lab.sum(axis=1)                                          # studies × pairs
+    r = np.where(lab, (dy - dh)[picks], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_r = r.sum(axis=1) / k
+        dev = np.where(lab, r - mean_r[:, None, :], 0.0)
+        var = (dev * dev).sum(axis=1) / (k - 1)
+        mean_hat = np.where(info, dh, 0.0).sum(axis=0) / np.maximum(n_info, 1)
+        share = n_info / big_n
+        est = share * (mean_hat + mean_r)
+        se = share * np.sqrt(np.maximum(0.0, 1 - k / np.maximum(n_info, 1)) * var / k)
+    every = k == n_info
+    if zero is not None:
+        spread = var > (1e-12 * np.maximum(1.0, np.abs(mean_r))) ** 2
+        se = np.where(every, 0.0, np.where((k >= 5) & spread, se, np.nan))
+        est = np.where(n_info == 0, 0.0, est)
+    return est, se, np.maximum(k - 1, 1)
+
+
+def holm_rows(p: np.ndarray) -> np.ndarray:
+    """Holm per row; NaN p-values are left out of the family (and stay NaN)."""
+    q = np.where(np.isnan(p), np.inf, p)
+    m = np.isfinite(q).sum(axis=1, keepdims=True)
+    order = np.argsort(q, axis=1, kind="stable")
+    ranked = np.take_along_axis(q, order, axis=1) * np.maximum(m - np.arange(p.shape[1]), 1)
+    adjusted = np.minimum(1.0, np.maximum.accumulate(ranked, axis=1))
+    out = np.empty_like(adjusted)
+    np.put_along_axis(out, order, adjusted, axis=1)
+    return np.where(np.isnan(p), np.nan, out)
+
+
 def interval(est: np.ndarray, se: np.ndarray, q: float, lo: float, hi: float
              ) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(est - q * se, lo, hi), np.clip(est + q * se, lo, hi)
@@ -198,18 +226,45 @@ def check_against_labeler(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray,
 
 # ---------------------------------------------------------------------- one setting
 
-def simulate(y: np.ndarray, yhat: np.ndarray, n: int, studies: int, seed: int
-             ) -> dict[str, str]:
-    """Coverage and width of every interval for one judge, set of runs and n."""
+def check_known_zeros(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray, zero: np.ndarray,
+                      est: np.ndarray, se: np.ndarray) -> None:
+    """The vectorised run estimates with known zeros equal labeler's ``ppi_mean``."""
+    for s in range(min(3, len(picks))):
+        lab = np.zeros(y.shape[0], bool)
+        lab[picks[s]] = True
+        for c in range(y.shape[1]):
+            i = ~zero[:, c]
+            r = ppi_mean(y[lab & i, c], yhat[lab & i, c], yhat[~lab & i, c],
+                         n_known_zero=int(zero[:, c].sum()))
+            want = np.nan if r.se is None else r.se
+            if not (np.isclose(want, se[s, c], equal_nan=True)
+                    and (r.estimate is None or np.isclose(r.estimate, est[s, c]))):
+                raise SystemExit(f"run PPI differs from labeler's ({r}, {est[s, c]}, "
+                                 f"{se[s, c]})")
+
+
+def simulate(y: np.ndarray, yhat: np.ndarray, n: int, studies: int, seed: int,
+             absent: np.ndarray | None = None) -> dict[str, str]:
+    """Coverage and width of every interval for one judge, set of runs and n. ``absent``
+    (queries × runs): the queries each run lacks (``--complete``: known zeros)."""
     rng = np.random.default_rng(seed)
     big_n, runs = y.shape
     picks = np.argsort(rng.random((studies, big_n)), axis=1)[:, :n]
     truth = y.mean(axis=0)
+    zero = np.zeros_like(y, dtype=bool) if absent is None else absent
     out: dict[str, str] = {}
 
     def cell(lo: np.ndarray, hi: np.ndarray, target: np.ndarray) -> str:
-        cover = ((lo <= target) & (target <= hi)).mean()
-        return f"{100 * cover:.1f}% ({(hi - lo).mean():.3f})"
+        """Coverage (mean width); no interval (NaN) claims nothing and counts as covering."""
+        none = np.isnan(lo)
+        cover = (none | ((lo - 1e-12 <= target) & (target <= hi + 1e-12))).mean()
+        width = (hi - lo)[~none].mean() if (~none).any() else float("nan")
+        share = "" if not none.any() else f", {100 * (~none).mean():.0f}% given"
+        return f"{100 * cover:.1f}% ({width:.3f}{share})"
+
+    def bounded(e: np.ndarray, half: np.ndarray, lo: float, hi: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+        return np.clip(e - half, lo, hi), np.clip(e + half, lo, hi)
 
     est: dict[str, np.ndarray] = {}
     se: dict[str, np.ndarray] = {}
@@ -218,38 +273,50 @@ def simulate(y: np.ndarray, yhat: np.ndarray, n: int, studies: int, seed: int
     est["tuned"], se["tuned"], _ = ppi_tuned(y, yhat, picks, seed=0)
     check_against_labeler(y, yhat, picks, est, se)
     t = float(stdtrit(df, 1 - ALPHA / 2))
-    out["run PPI"] = cell(*interval(est["default"], se["default"], t, 0, 1), truth)
-    out["run PPI population"] = cell(*interval(est["population"], se["population"], t, 0, 1),
-                                     truth)
-    out["run PPI tuned"] = cell(*interval(est["tuned"], se["tuned"], t, 0, 1), truth)
-    out["tuned / plain width"] = f"{(se['tuned'] / se['default']).mean():.2f}"
+    now, now_se, now_df = pair_ppi(y, yhat, picks, zero)
+    check_known_zeros(y, yhat, picks, zero, now, now_se)
+    out["run PPI"] = cell(*bounded(now, stdtrit(now_df, 1 - ALPHA / 2) * now_se, 0, 1), truth)
+    if zero.any():  # not mirrored for runs with known zeros
+        out["run PPI population"] = out["run PPI tuned"] = out["tuned / plain width"] = "—"
+    else:
+        out["run PPI population"] = cell(*interval(est["population"], se["population"], t, 0,
+                                                   1), truth)
+        out["run PPI tuned"] = cell(*interval(est["tuned"], se["tuned"], t, 0, 1), truth)
+        out["tuned / plain width"] = f"{se['tuned'].mean() / se['default'].mean():.2f}"
     hy = y[picks]
     ci = [mean_ci(hy[s, :, c], bounds=(0, 1)) for s in range(studies) for c in range(runs)]
     lo = np.array([c[0] if c else 0.0 for c in ci]).reshape(studies, runs)
     hi = np.array([c[1] if c else 1.0 for c in ci]).reshape(studies, runs)
     out["human-only t"] = cell(lo, hi, truth)
-    out["bias"] = f"{np.abs((est['default'] - truth).mean(axis=0)).max():.4f}"
-    out["bias tuned"] = f"{np.abs((est['tuned'] - truth).mean(axis=0)).max():.4f}"
+    with np.errstate(invalid="ignore"):  # runs without an estimate in some studies
+        out["bias"] = f"{np.nanmax(np.abs(np.nanmean(now - truth, axis=0))):.4f}"
+    out["bias tuned"] = (f"{np.abs((est['tuned'] - truth).mean(axis=0)).max():.4f}"
+                         if not zero.any() else "—")
     # pairs: every real pair, then a null copy of each run (its values at permuted queries)
     a, b = map(np.array, zip(*itertools.combinations(range(runs), 2)))
     perm = np.random.default_rng(seed + 1).permutation(big_n)
     y2, h2 = np.hstack([y, y[perm]]), np.hstack([yhat, yhat[perm]])
+    z2 = np.hstack([zero, zero[perm]])
     na, nb = np.arange(runs), np.arange(runs) + runs
     fa, fb = np.concatenate([a, na]), np.concatenate([b, nb])
     dy, dh = y2[:, fa] - y2[:, fb], h2[:, fa] - h2[:, fb]
-    pe, ps, _ = ppi_default(dy, dh, picks)
+    pe, ps, pdf = pair_ppi(dy, dh, picks, z2[:, fa] & z2[:, fb])
     real = len(a)
     ptruth = dy.mean(axis=0)
-    out["pair PPI"] = cell(*interval(pe[:, :real], ps[:, :real], t, -1, 1), ptruth[:real])
-    tb = float(stdtrit(df, 1 - ALPHA / real / 2))
-    slo, shi = interval(pe[:, :real], ps[:, :real], tb, -1, 1)
-    joint = ((slo <= ptruth[:real]) & (ptruth[:real] <= shi)).all(axis=1).mean()
-    out["pair PPI simultaneous"] = f"{100 * joint:.1f}% ({(shi - slo).mean():.3f})"
+    out["pair PPI"] = cell(*bounded(pe[:, :real], stdtrit(pdf, 1 - ALPHA / 2)[:, :real]
+                                    * ps[:, :real], -1, 1), ptruth[:real])
+    m = np.maximum(np.isfinite(ps[:, :real]).sum(axis=1, keepdims=True), 1)
+    slo, shi = bounded(pe[:, :real], stdtrit(pdf[:, :real], 1 - ALPHA / (2 * m))
+                       * ps[:, :real], -1, 1)
+    held = np.isnan(slo) | ((slo - 1e-12 <= ptruth[:real]) & (ptruth[:real] <= shi + 1e-12))
+    out["pair PPI simultaneous"] = (f"{100 * held.all(axis=1).mean():.1f}% "
+                                    f"({np.nanmean(shi - slo):.3f})")
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(ps > 0, 2 * stdtr(df, -np.abs(pe) / np.where(ps > 0, ps, 1)),
-                     np.where(pe == 0, 1.0, 0.0))
-    adjusted = _holm_rows(p)
-    if not np.allclose(adjusted[0], holm(list(p[0]))):
+        p = np.where(ps > 0, 2 * stdtr(pdf, -np.abs(pe) / np.where(ps > 0, ps, 1)),
+                     np.where(ps == 0, np.where(pe == 0, 1.0, 0.0), np.nan))
+    adjusted = holm_rows(p)
+    if not np.allclose(adjusted[0], [np.nan if v is None else v for v in holm(list(p[0]))],
+                       equal_nan=True):
         raise SystemExit("Holm differs from labeler's")
     out["FWER"] = f"{100 * (adjusted[:, real:] < ALPHA).any(axis=1).mean():.1f}%"
     return out
@@ -286,8 +353,10 @@ def main() -> None:
         for group, systems in (("complete", complete), ("all, --complete", every)):
             cols = [every.index(s) for s in systems]
             y, yhat = y_all[:, cols], yhat_all[:, cols]
+            have = runs.groupby("system")["query_id"].agg(set)
+            absent = np.array([[q not in have[s] for s in systems] for q in qids])
             for n in args.n:
-                cells = simulate(y, yhat, n, args.studies, seed=n)
+                cells = simulate(y, yhat, n, args.studies, seed=n, absent=absent)
                 print(f"| {name} | {group} ({len(systems)}) | {n} | "
                       + " | ".join(cells[c] for c in COLUMNS) + " |", flush=True)
     print(f"\n{time.perf_counter() - start:.0f} s")

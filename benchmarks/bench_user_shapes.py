@@ -54,7 +54,7 @@ from scipy.special import ndtr, stdtr, stdtrit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_coverage import load, simulated_labels
+from bench_coverage import holm_rows, load, pair_ppi, simulated_labels
 
 from labeler.reconciliation.comparison import _top_k_signatures
 from labeler.scoring import results as scoring
@@ -141,33 +141,6 @@ def biased_labels(human: pd.DataFrame, runs: pd.DataFrame, system: str, seed: in
 
 # ---------------------------------------------------------------------- estimators
 
-def pair_ppi(dy: np.ndarray, dh: np.ndarray, picks: np.ndarray, zero: np.ndarray | None
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Estimate, se and degrees of freedom (studies × pairs) of the pair PPI; NaN se where
-    there is no interval. ``zero`` None: before (every query estimated, zero spread gives
-    se 0); else now (known zeros post-stratified, no spread or < 5 informative: NaN)."""
-    big_n = dy.shape[0]
-    info = np.ones_like(dy, dtype=bool) if zero is None else ~zero
-    n_info = info.sum(axis=0)                                    # pairs
-    lab = info[picks]                                            # studies × n × pairs
-    k = lab.sum(axis=1)                                          # studies × pairs
-    r = np.where(lab, (dy - dh)[picks], 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_r = r.sum(axis=1) / k
-        dev = np.where(lab, r - mean_r[:, None, :], 0.0)
-        var = (dev * dev).sum(axis=1) / (k - 1)
-        mean_hat = np.where(info, dh, 0.0).sum(axis=0) / np.maximum(n_info, 1)
-        share = n_info / big_n
-        est = share * (mean_hat + mean_r)
-        se = share * np.sqrt(np.maximum(0.0, 1 - k / np.maximum(n_info, 1)) * var / k)
-    every = k == n_info
-    if zero is not None:
-        spread = var > (1e-12 * np.maximum(1.0, np.abs(mean_r))) ** 2
-        se = np.where(every, 0.0, np.where((k >= 5) & spread, se, np.nan))
-        est = np.where(n_info == 0, 0.0, est)
-    return est, se, np.maximum(k - 1, 1)
-
-
 def check(dy: np.ndarray, dh: np.ndarray, picks: np.ndarray, zero: np.ndarray,
           est: np.ndarray, se: np.ndarray) -> None:
     """The vectorised figures equal labeler's ``ppi_mean_diff`` on the first studies."""
@@ -185,18 +158,6 @@ def check(dy: np.ndarray, dh: np.ndarray, picks: np.ndarray, zero: np.ndarray,
                     and np.isclose(want_se, se[s, p], equal_nan=True)):
                 raise SystemExit(f"pair PPI differs from labeler's ({r}, {est[s, p]}, "
                                  f"{se[s, p]})")
-
-
-def holm_rows(p: np.ndarray) -> np.ndarray:
-    """Holm per row; NaN p-values are left out of the family (and stay NaN)."""
-    q = np.where(np.isnan(p), np.inf, p)
-    m = np.isfinite(q).sum(axis=1, keepdims=True)
-    order = np.argsort(q, axis=1, kind="stable")
-    ranked = np.take_along_axis(q, order, axis=1) * np.maximum(m - np.arange(p.shape[1]), 1)
-    adjusted = np.minimum(1.0, np.maximum.accumulate(ranked, axis=1))
-    out = np.empty_like(adjusted)
-    np.put_along_axis(out, order, adjusted, axis=1)
-    return np.where(np.isnan(p), np.nan, out)
 
 
 def verdicts(est: np.ndarray, se: np.ndarray, df: np.ndarray) -> dict[str, np.ndarray]:
