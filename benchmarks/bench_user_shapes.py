@@ -181,16 +181,32 @@ def rate(x: np.ndarray) -> str:
 def pair_rows(y: np.ndarray, yhat: np.ndarray, zero: np.ndarray, a: np.ndarray,
               b: np.ndarray, n: int, studies: int, seed: int) -> dict[str, dict[str, str]]:
     """Pair coverage, zero width, wrong direction and simultaneous coverage, before/now."""
+    return {name: formatted(o) for name, o in
+            pair_outcomes(y, yhat, zero, a, b, n, studies, seed).items()}
+
+
+def formatted(o: dict[str, np.ndarray]) -> dict[str, str]:
+    return {"pair coverage": rate(o["cover"]),
+            "coverage where given": rate(o["given"]) if len(o["given"]) else "n/a",
+            "zero width": rate(o["zero width"]), "with interval": rate(o["with interval"]),
+            "wrong direction (some pair)": rate(o["wrong"]),
+            "simultaneous coverage": rate(o["simultaneous"])}
+
+
+def pair_outcomes(y: np.ndarray, yhat: np.ndarray, zero: np.ndarray, a: np.ndarray,
+                  b: np.ndarray, n: int, studies: int, seed: int
+                  ) -> dict[str, dict[str, np.ndarray]]:
+    """The raw outcomes of :func:`pair_rows` (to pool over label sets)."""
     rng = np.random.default_rng(seed)
     big_n = y.shape[0]
     picks = np.argsort(rng.random((studies, big_n)), axis=1)[:, :n]
     dy, dh = y[:, a] - y[:, b], yhat[:, a] - yhat[:, b]
     truth = dy.mean(axis=0)
-    out: dict[str, dict[str, str]] = {}
+    out: dict[str, dict[str, np.ndarray]] = {}
     for name, z in (("before", None), ("now", zero)):
         est, se, df = pair_ppi(dy, dh, picks, z)
         if z is not None:
-            check(dy, dh, picks, z, est, se)
+            check(dy, dh, picks[:3], z, est, se)
         v = verdicts(est, se, df)
         none = np.isnan(se)
         tol = 1e-12  # a difference known exactly (every informative query labelled)
@@ -198,13 +214,9 @@ def pair_rows(y: np.ndarray, yhat: np.ndarray, zero: np.ndarray, a: np.ndarray,
         scover = none | ((v["slo"] - tol <= truth) & (truth <= v["shi"] + tol))
         sig = v["adj"] < ALPHA
         wrong = sig & (np.sign(est) * np.sign(truth) < 0)
-        given = cover.ravel()[~none.ravel()]
-        out[name] = {"pair coverage": rate(cover.ravel()),
-                     "coverage where given": rate(given) if len(given) else "n/a",
-                     "zero width": rate((se == 0).ravel()),
-                     "with interval": rate(~none.ravel()),
-                     "wrong direction (some pair)": rate(wrong.any(axis=1)),
-                     "simultaneous coverage": rate(scover.all(axis=1))}
+        out[name] = {"cover": cover.ravel(), "given": cover.ravel()[~none.ravel()],
+                     "zero width": (se == 0).ravel(), "with interval": ~none.ravel(),
+                     "wrong": wrong.any(axis=1), "simultaneous": scover.all(axis=1)}
     return out
 
 
@@ -231,6 +243,17 @@ def run_rows(y: np.ndarray, yhat: np.ndarray, absent: np.ndarray, n: int, studie
 
 def best_rows(y: np.ndarray, yhat: np.ndarray, zero: np.ndarray, n: int, studies: int,
               seed: int, n_boot: int = 200) -> dict[str, str]:
+    holds, size, wrong_sure, n_sure = best_outcomes(y, yhat, zero, n, studies, seed, n_boot)
+    return {"best set holds the best": rate(holds), "mean size": f"{size.mean():.2f}",
+            "before: winner wrong when confidence ≥ 0.95": rate(wrong_sure)
+            + f" (of {n_sure})"}
+
+
+def best_outcomes(y: np.ndarray, yhat: np.ndarray, zero: np.ndarray, n: int, studies: int,
+                  seed: int, n_boot: int = 200
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Per study: the best set holds the best run, its size; the old "confidence" check
+    (skipped with ``n_boot`` 0)."""
     rng = np.random.default_rng(seed)
     big_n, runs = y.shape
     a, b = map(np.array, zip(*itertools.combinations(range(runs), 2)))
@@ -248,8 +271,8 @@ def best_rows(y: np.ndarray, yhat: np.ndarray, zero: np.ndarray, n: int, studies
     lab = y[picks] - yhat[picks]                                 # studies × n × runs
     ppi_means = yhat.mean(axis=0) + lab.mean(axis=1)
     winner = ppi_means.argmax(axis=1)
-    conf = np.empty(studies)
-    for s in range(studies):
+    conf = np.zeros(studies)
+    for s in range(studies if n_boot else 0):
         counts = query_resample_counts(big_n, n_boot, seed + s)
         m = counts @ yhat / big_n
         lab_mask = np.zeros(big_n)
@@ -260,9 +283,7 @@ def best_rows(y: np.ndarray, yhat: np.ndarray, zero: np.ndarray, n: int, studies
         conf[s] = np.mean(means.argmax(axis=1) == winner[s])
     sure = conf >= 0.95
     wrong_sure = (winner != best)[sure] if sure.any() else np.array([0.0])
-    return {"best set holds the best": rate(holds), "mean size": f"{size.mean():.2f}",
-            "before: winner wrong when confidence ≥ 0.95": rate(wrong_sure)
-            + f" (of {int(sure.sum())})"}
+    return holds, size, wrong_sure, int(sure.sum())
 
 
 # ---------------------------------------------------------------------- rank statistics
@@ -321,6 +342,65 @@ def population_null(y: np.ndarray, yhat: np.ndarray, n: int, studies: int, seed:
     return {k: rate(np.array(v)) for k, v in errs.items()}
 
 
+# ---------------------------------------------------------------------- LLMJudge
+
+def llmjudge(data: Path, n: int, studies: int) -> None:
+    """The pair and best-set rows on LLMJudge 2024 (25 queries) with its 33 real LLM label
+    sets. Runs: each query's judged passages ranked by the human grade plus Gaussian noise
+    (five systems, sd 1.0–3.0: real-row quality spread), a near-duplicate of the best of them
+    (its top 20 shuffled on 2 queries) and two per-query mixtures of the five."""
+    from labeler import io
+
+    human = io.read_qrels(data / "test-human.qrels")
+    qids = sorted(set(human["query_id"]))
+    rng = np.random.default_rng(5)
+    parts = []
+    for i, sd in enumerate((1.0, 1.5, 2.0, 2.5, 3.0)):
+        score = human["grade"].to_numpy(float) + rng.normal(0, sd, len(human))
+        r = human[["query_id", "chunk_id"]].assign(score=score, system=f"sys{i}")
+        parts.append(r.sort_values(["query_id", "score"], ascending=[True, False])
+                     .groupby("query_id").head(100))
+    base = pd.concat(parts, ignore_index=True)
+    by = {s: dict(tuple(g.groupby("query_id"))) for s, g in base.groupby("system")}
+    dup = _shuffled(by_run(base, "sys0"), list(rng.choice(qids, 2, replace=False)), 20, rng)
+    mixes = [pd.concat([by[f"sys{int(j)}"][q] for j, q in zip(rng.integers(0, 5, len(qids)),
+                                                               qids)]).assign(system=f"mix{m}")
+             for m in range(2)]
+    runs = pd.concat([base, dup.assign(system="sys0-ablation"), *mixes], ignore_index=True)
+    y = table(human, runs, qids)
+    a, b = map(np.array, zip(*itertools.combinations(range(y.shape[1]), 2)))
+    zero = known_zero(runs, qids, a, b)
+    dup_pair = [i for i, (x, z) in enumerate(zip(a, b)) if {x, z} == {0, 5}]
+    pooled: dict[str, dict[str, list[np.ndarray]]] = {}
+    holds, sizes = [], []
+    sets = sorted((data / "submissions").glob("*.qrels"))
+    for k, path in enumerate(sets):
+        llm = io.read_labels(path, grade_map={"5": 3, "10": 3})
+        yhat = table(llm[["query_id", "chunk_id", "grade"]], runs, qids)
+        res = pair_outcomes(y, yhat, zero, a, b, n, studies, seed=k)
+        dres = pair_outcomes(y[:, [0, 5]], yhat[:, [0, 5]], zero[:, dup_pair], np.array([0]),
+                             np.array([1]), n, studies, seed=k)
+        for est_name in ("before", "now"):
+            for key, o in (("board", res[est_name]), ("near-duplicates", dres[est_name])):
+                for m, v in o.items():
+                    pooled.setdefault(f"{key}|{est_name}", {}).setdefault(m, []).append(v)
+        h, sz, _, _ = best_outcomes(y[:, :5], yhat[:, :5], np.zeros((len(qids), 10), bool),
+                                    n, studies, k, 0)
+        holds.append(h)
+        sizes.append(sz)
+    print(f"LLMJudge 2024: {len(qids)} queries, {len(sets)} real LLM label sets × {studies} "
+          f"studies, n = {n}\n")
+    print("| runs | estimator | pair coverage | coverage where given | zero width | "
+          "with interval | wrong direction (some pair) | simultaneous coverage |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for key, o in pooled.items():
+        cells = formatted({m: np.concatenate(v) for m, v in o.items()})
+        what, est_name = key.split("|")
+        print(f"| {what} | {est_name} | " + " | ".join(cells.values()) + " |")
+    print(f"\nbest set of the five noisy-ranking systems holds the best: "
+          f"{rate(np.concatenate(holds))}, mean size {np.concatenate(sizes).mean():.2f}\n")
+
+
 # ---------------------------------------------------------------------- main
 
 def main() -> None:
@@ -329,7 +409,8 @@ def main() -> None:
     ap.add_argument("--studies", type=int, default=400)
     ap.add_argument("--n", type=int, nargs="+", default=[10, 20])
     ap.add_argument("--parts", nargs="+",
-                    default=["pairs", "runs", "best", "rank", "population"])
+                    default=["pairs", "runs", "best", "rank", "population", "llmjudge"])
+    ap.add_argument("--llmjudge", type=Path, default=Path("/work/shared/data/llmjudge"))
     args = ap.parse_args()
     start = time.perf_counter()
     human, runs, _, _ = load(args.data)
@@ -402,6 +483,9 @@ def main() -> None:
         res = population_null(y, yhat, 10, args.studies * 5, seed=3)
         print("| three exchangeable runs, n = 10 | " + " | ".join(
             f"{k}: {v}" for k, v in res.items()) + " |")
+    if "llmjudge" in args.parts:
+        for n in args.n:
+            llmjudge(args.llmjudge, n, max(20, args.studies // 10))
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 
