@@ -221,3 +221,34 @@ def test_human_only_ci_is_the_finite_population_t_interval() -> None:
         half = sps.t.ppf(0.975, 7) * math.sqrt((1 - 8 / 20) * np.var(y, ddof=1) / 8)
         want = [max(y.mean() - half, 0), min(y.mean() + half, 1)]
         assert d["runs"][tag]["human_only_ci"] == pytest.approx(want, abs=1e-12)
+
+
+def test_with_ppi_the_best_set_reads_the_ppi_simultaneous_intervals() -> None:
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.2, 0.5, 24)
+    vals = {"top": base + 0.35 + rng.normal(0, .03, 24), "mid": base + rng.normal(0, .03, 24),
+            "low": base - 0.1 + rng.normal(0, .03, 24)}
+    pq = pd.DataFrame([(s, f"q{i}", v, v + 0.05 + rng.normal(0, .02)) for s, x in vals.items()
+                       for i, v in enumerate(x)], columns=["system", "query_id", "human", "llm"])
+    queries = {f"q{i}" for i in range(24)}
+    sig = significance(pq, list(vals), options=StatsOptions(ppi=True),
+                       ppi_population={s: queries for s in vals},
+                       ppi_labelled={f"q{i}" for i in range(8)})
+    assert sig.best_set() == ["top"]
+    # the set follows the simultaneous intervals, not the pair verdicts
+    p = sig.pairs.set_index(["a", "b"])
+    assert p.loc[("top", "mid"), "ppi_sim_lo"] > 0 and p.loc[("top", "low"), "ppi_sim_lo"] > 0
+
+
+def test_the_paired_t_simultaneous_intervals_are_bonferroni_t_intervals() -> None:
+    rng = np.random.default_rng(8)
+    vals = {s: rng.uniform(0, 1, 15) for s in ("a", "b", "c")}
+    pq = pd.DataFrame([(s, f"q{i}", v, v) for s, x in vals.items() for i, v in enumerate(x)],
+                      columns=["system", "query_id", "human", "llm"])
+    pairs = significance(pq, list(vals)).pairs_to_dicts()
+    t = sps.t.ppf(1 - 0.05 / 6, 14)                      # 3 pairs: level 1 − 0.05/3
+    for item in pairs:
+        d = vals[item["a"]] - vals[item["b"]]
+        half = t * d.std(ddof=1) / math.sqrt(15)
+        want = [max(d.mean() - half, -1), min(d.mean() + half, 1)]
+        assert item["human"]["ci_simultaneous"] == pytest.approx(want, abs=1e-12)
