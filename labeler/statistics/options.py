@@ -59,7 +59,8 @@ class StatsOptions:
                 "from (wider)."})
     ppi_tune: bool = field(default=False, metadata={
         "help": "Weight the LLM values by a power-tuned lambda, fitted on one half of the "
-                "human-judged queries and applied to the other (never on the same ones)."})
+                "human-judged queries and applied to the other (never on the same ones); "
+                "from 10 judged queries on (below, lambda stays 1)."})
     pairs: Literal["auto", "all", "best", "adjacent"] = field(default="auto", metadata={
         "help": "Which pairs of runs to test: all, each run against the best, or neighbours "
                 "in the order; auto: all up to 50 runs, best above."})
