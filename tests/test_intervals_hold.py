@@ -252,3 +252,16 @@ def test_the_paired_t_simultaneous_intervals_are_bonferroni_t_intervals() -> Non
         half = t * d.std(ddof=1) / math.sqrt(15)
         want = [max(d.mean() - half, -1), min(d.mean() + half, 1)]
         assert item["human"]["ci_simultaneous"] == pytest.approx(want, abs=1e-12)
+
+
+def test_with_another_measure_only_missing_queries_are_known_zeros() -> None:
+    human, llm, run = _board()
+    run = run.loc[~run["query_id"].isin(["q1", "q3"])]
+    labelled = [f"q{i}" for i in range(14)]
+    d = compare(human=human.loc[human["query_id"].isin(labelled)], llm=llm, runs=run,
+                stats=StatsOptions(ppi=True), complete=True, measure="AP@10").to_dict()
+    pair = d["pairs"][0]["ppi"]
+    # another measure: only the queries both runs lack are known zeros (the top-k rule is
+    # applied to NDCG@k alone)
+    assert (pair["n_informative"], pair["n_known_zero"]) == (18, 2)
+    assert d["runs"]["a"]["ppi"]["n_known_zero"] == 2

@@ -327,6 +327,10 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
                        for s, q in run.groupby("system", sort=False)["query_id"]})
         if top_k is not None:
             signatures = _top_k_signatures(run, top_k, llm_queries if complete else None)
+        elif complete:  # any measure: a query a run lacks scores 0 (its top k is unknown)
+            signatures = {str(s): {**{q: ("ranked", str(s)) for q in qs},
+                                   **{q: () for q in llm_queries - set(qs)}}
+                          for s, qs in run.groupby("system", sort=False)["query_id"]}
     sig = significance(per_query, systems, options=options, ppi_population=population,
                        ppi_labelled=set(human["query_id"]), progress=progress,
                        top_k=signatures)
