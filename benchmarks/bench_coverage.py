@@ -228,7 +228,8 @@ def check_against_labeler(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray,
 
 def check_known_zeros(y: np.ndarray, yhat: np.ndarray, picks: np.ndarray, zero: np.ndarray,
                       est: np.ndarray, se: np.ndarray) -> None:
-    """The vectorised run estimates with known zeros equal labeler's ``ppi_mean``."""
+    """The vectorised estimates with known zeros (columns: runs, or pairs' differences)
+    equal labeler's ``ppi_mean`` (``ppi_mean_diff`` is it on the differences)."""
     for s in range(min(3, len(picks))):
         lab = np.zeros(y.shape[0], bool)
         lab[picks[s]] = True

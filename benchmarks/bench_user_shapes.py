@@ -54,12 +54,12 @@ from scipy.special import ndtr, stdtr, stdtrit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_coverage import holm_rows, load, pair_ppi, simulated_labels
+from bench_coverage import (check_known_zeros, holm_rows, load, pair_ppi,
+                           simulated_labels)
 
 from labeler.reconciliation.comparison import _top_k_signatures
 from labeler.scoring import results as scoring
 from labeler.statistics.bootstrap import query_resample_counts
-from labeler.statistics.ppi import ppi_mean_diff
 from labeler.statistics.ranking import (kendall_tau, rank_intervals, tau_ap,
                                         top_k_overlap)
 
@@ -141,25 +141,6 @@ def biased_labels(human: pd.DataFrame, runs: pd.DataFrame, system: str, seed: in
 
 # ---------------------------------------------------------------------- estimators
 
-def check(dy: np.ndarray, dh: np.ndarray, picks: np.ndarray, zero: np.ndarray,
-          est: np.ndarray, se: np.ndarray) -> None:
-    """The vectorised figures equal labeler's ``ppi_mean_diff`` on the first studies."""
-    for s in range(min(3, len(picks))):
-        lab = np.zeros(dy.shape[0], bool)
-        lab[picks[s]] = True
-        for p in range(dy.shape[1]):
-            i = ~zero[:, p]
-            r = ppi_mean_diff(dy[lab & i, p], 0 * dy[lab & i, p], dh[lab & i, p],
-                              0 * dh[lab & i, p], dh[~lab & i, p], 0 * dh[~lab & i, p],
-                              n_known_zero=int(zero[:, p].sum()))
-            want_se = np.nan if r.se is None else r.se
-            if not (np.isclose(r.estimate if r.estimate is not None else est[s, p],
-                               est[s, p], equal_nan=True)
-                    and np.isclose(want_se, se[s, p], equal_nan=True)):
-                raise SystemExit(f"pair PPI differs from labeler's ({r}, {est[s, p]}, "
-                                 f"{se[s, p]})")
-
-
 def verdicts(est: np.ndarray, se: np.ndarray, df: np.ndarray) -> dict[str, np.ndarray]:
     """p, Holm-adjusted p, interval and Bonferroni interval (NaN where none)."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -206,7 +187,7 @@ def pair_outcomes(y: np.ndarray, yhat: np.ndarray, zero: np.ndarray, a: np.ndarr
     for name, z in (("before", None), ("now", zero)):
         est, se, df = pair_ppi(dy, dh, picks, z)
         if z is not None:
-            check(dy, dh, picks[:3], z, est, se)
+            check_known_zeros(dy, dh, picks[:3], z, est, se)
         v = verdicts(est, se, df)
         none = np.isnan(se)
         tol = 1e-12  # a difference known exactly (every informative query labelled)
@@ -231,7 +212,7 @@ def run_rows(y: np.ndarray, yhat: np.ndarray, absent: np.ndarray, n: int, studie
     for name, z in (("before", None), ("now", absent)):
         est, se, df = pair_ppi(y, yhat, picks, z)
         if z is not None:
-            check(y, yhat, picks, z, est, se)
+            check_known_zeros(y, yhat, picks, z, est, se)
         half = stdtrit(df, 1 - ALPHA / 2) * se
         none = np.isnan(se)
         cover = none | ((est - half - 1e-12 <= truth) & (truth <= est + half + 1e-12))
