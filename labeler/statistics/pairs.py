@@ -77,16 +77,21 @@ def paired_t_many(values: ArrayLike, valid: ArrayLike, a: ArrayLike, b: ArrayLik
 
     Usage: ``delta, p, n = paired_t_many(table, ~np.isnan(table), [0], [1])``
     """
+    delta, se, n, zero = paired_moments(values, valid, a, b)
+    return delta, t_test_p(delta, se, n, zero), n
+
+
+def t_test_p(delta: NDArray[np.float64], se: NDArray[np.float64], n: NDArray[np.int64],
+             zero: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Two-sided paired t p-values from :func:`paired_moments` (see :func:`paired_t_many`)."""
     from scipy.special import stdtr
 
-    delta, se, n, zero = paired_moments(values, valid, a, b)
     with np.errstate(invalid="ignore", divide="ignore"):
-        t = delta / se
-        pv = 2 * stdtr(n - 1, -np.abs(t))
+        pv = 2 * stdtr(n - 1, -np.abs(delta / se))
     pv = np.where(se > 0, pv, math.nan)
     pv = np.where(zero, 1.0, pv)
     pv = np.where(n < 2, math.nan, pv)
-    return delta, np.minimum(pv, 1.0), n
+    return np.minimum(pv, 1.0)
 
 
 def paired_moments(values: ArrayLike, valid: ArrayLike, a: ArrayLike, b: ArrayLike

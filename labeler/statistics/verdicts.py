@@ -140,7 +140,8 @@ class Significance:
             for s in LABEL_SETS:
                 item[s] = {"delta": _num(cols[f"{s}_delta"][i]), "p": _num(cols[f"{s}_p"][i]),
                            "p_adjusted": _num(cols[f"{s}_p_adjusted"][i])}
-            sim = (_num(cols["human_sim_lo"][i]), _num(cols["human_sim_hi"][i]))
+            sim = ((_num(cols["human_sim_lo"][i]), _num(cols["human_sim_hi"][i]))
+                   if "human_sim_lo" in cols else (None, None))
             item["human"]["ci_simultaneous"] = None if None in sim else list(sim)
             item["verdict"] = cols["verdict"][i]
             ho = int(cols["human_only_n"][i])
@@ -269,9 +270,11 @@ def _pairs(wide: Mapping[str, np.ndarray], valid: np.ndarray, systems: list[str]
            progress: Progress | None) -> pd.DataFrame:
     names = np.asarray(systems, dtype=object)
     data: dict[str, Any] = {"a": names[a], "b": names[b]}
+    moments = pairlib.paired_moments(wide["human"], valid, a, b)
     for s in LABEL_SETS:
-        if options.test == "t":
-            delta, p, n = pairlib.paired_t_many(wide[s], valid, a, b)
+        if options.test == "t":  # the human moments serve the simultaneous intervals too
+            delta, p, n = ((moments[0], pairlib.t_test_p(*moments), moments[2]) if s == "human"
+                           else pairlib.paired_t_many(wide[s], valid, a, b))
             if progress is not None:
                 progress(len(a), len(a))
         else:
@@ -286,9 +289,8 @@ def _pairs(wide: Mapping[str, np.ndarray], valid: np.ndarray, systems: list[str]
                                 ["confirmed", "reversed", "human-only", "llm-only"],
                                 default="unresolved").astype(object)
     data["human_only_n"], data["human_only_delta"] = _human_only(wide["human"], valid, a, b)
-    delta, se, n, _ = pairlib.paired_moments(wide["human"], valid, a, b)
     data["human_sim_lo"], data["human_sim_hi"] = pairlib.simultaneous_t(
-        delta, se, n, alpha=0.05, bounds=DIFF_BOUNDS)
+        moments[0], moments[1], moments[2], alpha=0.05, bounds=DIFF_BOUNDS)
     cols = ["a", "b", "n", *(f"{s}_{c}" for s in LABEL_SETS
                              for c in ("delta", "p", "p_adjusted")),
             "verdict", "human_only_n", "human_only_delta", "human_sim_lo", "human_sim_hi"]
