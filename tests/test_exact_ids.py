@@ -326,3 +326,50 @@ def test_helpers_across_the_block_boundary() -> None:
                         "score": np.arange(n, dtype=float), "system": "b"})
     got = evaluate(qrels, pd.concat([run, big], ignore_index=True)).mean("a", 10)
     assert got == pytest.approx(want)
+
+
+# --------------------------------------------------------------------------- other id-keyed paths
+
+def test_a_chunk_ranked_twice_is_found_whatever_the_ids_beside_it(tmp_path: Path) -> None:
+    """Duplicate detection (io and the scorer's own check) on ids of mixed lengths."""
+    from labeler import io
+    from labeler.errors import InputError
+
+    rows = ["q1 Q0 doc1_c0 1 3 s", "q1 Q0 " + "x" * 120 + " 2 2 s", "q1 Q0 doc12_c10 3 1 s",
+            "q1 Q0 doc12_c10 4 0.5 s"]
+    path = tmp_path / "dup.run"
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(InputError, match="doc12_c10"):
+        io.read_run(path)
+    path.write_text("\n".join(rows[:3]) + "\n")
+    assert list(io.read_run(path)["chunk_id"]) == ["doc1_c0", "x" * 120, "doc12_c10"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases(), depth=st.integers(1, 4))
+def test_pooling_and_merging_equal_plain_python(case: Any, depth: int) -> None:
+    from labeler.labelling.pooling import pool_pairs
+    from labeler.reconciliation.stage import merge
+
+    qrels, runs = case
+    _, rdf = frames(qrels, runs)
+    queries = pd.DataFrame({"query_id": sorted(set(rdf["query_id"])),
+                            "query": "text"})
+    corpus = pd.DataFrame({"chunk_id": sorted(set(rdf["chunk_id"])), "chunk": "body"})
+    pooled = pool_pairs(queries, corpus, rdf, depth=depth)
+    want = set()
+    for r in runs.values():
+        for q, docs in r.items():
+            ranked = sorted(docs.items(), key=lambda d: (d[1], d[0].encode()), reverse=True)
+            want |= {(q, d) for d, _ in ranked[:depth]}
+    assert set(zip(pooled["query_id"], pooled["chunk_id"])) == want
+    assert len(pooled) == len(want)
+    # merged labels: the human grade where there is one, else the LLM's
+    llm = pd.DataFrame({"query_id": pooled["query_id"], "chunk_id": pooled["chunk_id"],
+                        "grade": 1})
+    human = pd.DataFrame(qrels, columns=["query_id", "chunk_id", "grade"]).drop_duplicates(
+        ["query_id", "chunk_id"])
+    merged = merge(llm=llm, human=human)
+    expect = {(q, d): 1 for q, d in want}
+    expect.update({(q, d): g for q, d, g in human.itertuples(index=False)})
+    assert dict(zip(zip(merged["query_id"], merged["chunk_id"]), merged["grade"])) == expect
