@@ -49,6 +49,8 @@ def check_run(cfg: Config) -> list[str]:
         inputs[f"inputs.runs[{i}]"] = Path(parse_run_arg(run)[1])
     if cfg.human is not None:
         inputs["human.qrels"] = Path(cfg.human.qrels)
+    if cfg.drift.anchors is not None:
+        inputs["drift.anchors"] = Path(cfg.drift.anchors)
     for name, path in inputs.items():
         if not path.exists():
             raise InputError(f"{name}: no such file", path=path)
@@ -114,6 +116,10 @@ def check_config(cfg: Config) -> CheckReport:
                            grade_map=io.parse_grade_map(cfg.human.grade_map))
              if cfg.human is not None else None)
     check_ppi(cfg, pairs, human)
+    if cfg.drift.anchors is not None:
+        from labeler.pipeline.anchors import read_anchors
+
+        read_anchors(cfg)
     if cfg.judge.model not in LEXICAL_NAMES:
         load_prompt(cfg.judge.prompt)
     endpoint = ("the offline baseline" if cfg.judge.model in LEXICAL_NAMES else
