@@ -241,3 +241,107 @@ def test_anchors_as_qrels_take_their_texts_from_the_inputs(tmp_path: Path,
     bad = CliRunner().invoke(main, ["run", str(config)])
     assert bad.exit_code == 2 and "anchors.qrels" in bad.output
     assert "no-such-query" in bad.output and fake_llm.calls == 0
+
+
+# --------------------------------------------------------------------------- the parts
+
+def test_fake_server_reports_its_identity_and_shifts_a_share_of_grades(
+        fake_llm: FakeLLMServer) -> None:
+    import asyncio
+
+    from labeler.testing.behaviour import default_grade
+    from labelkit import judge_for
+
+    texts = [f"<query>q{i}</query><chunk>c{i}</chunk>" for i in range(400)]
+    fake_llm.set(shift=0.3, shift_seed=7)
+    moved = [fake_llm.state.grade(t) != default_grade(t) for t in texts]
+    assert 0.25 < np.mean(moved) < 0.35  # a share of pairs, each to another grade
+    fake_llm.set(shift=0.0)
+    assert all(fake_llm.state.grade(t) == default_grade(t) for t in texts)
+
+    # over HTTP, through the real client: the identity the judge sees, and the moved grade
+    fake_llm.set(fingerprint="fp-2", reported_model="fake-judge-2025-06", shift=1.0)
+    judge = judge_for(fake_llm)
+
+    async def ask() -> int:
+        try:
+            return (await judge.judge("what is a qrel", "A qrel is a judgement.")).grade
+        finally:
+            await judge.aclose()
+
+    grade = asyncio.run(ask())
+    asked = fake_llm.requests[-1]
+    assert grade == asked["grade"] != default_grade(question_text(asked["body"]["messages"]))
+    assert dict(judge.reported) == {("fake-judge-2025-06", "fp-2"): 1}
+    fake_llm.set(fingerprint=None, reported_model=None)
+    asyncio.run(ask())
+    assert judge.reported[("fake-judge", None)] == 1
+
+
+def test_vectorised_tau_ap_equals_the_reference_and_the_interval_covers_it() -> None:
+    from labeler.pipeline.shift import _tau_ap_idx, tau_ap_interval
+
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 7, 20):
+        for _ in range(20):
+            a, b = list(rng.permutation(n)), list(rng.permutation(n))
+            assert _tau_ap_idx(a, b) == pytest.approx(tau_ap(a, b))
+    before = rng.random((40, 5)) + np.arange(5) * 0.05  # run 4 best, then 3, ...
+    now = before.copy()
+    now[:, [3, 4]] = now[:, [4, 3]]  # tonight the top two swap
+    lo, hi = tau_ap_interval(before, now, list("abcde"), n_resamples=300, seed=0)
+    point = tau_ap(list("dceba"), list("edcba"))
+    assert lo <= point <= hi < 1.0
+    assert tau_ap_interval(before, before, list("abcde"), n_resamples=50, seed=0) == [1.0, 1.0]
+
+
+def test_guard_compares_only_what_the_endpoint_reports() -> None:
+    from labeler.pipeline.guard import judge_changes
+
+    def block(fps: list[str], share: float = 0.0, drop: float | None = 0.0) -> dict:
+        return {"identity": {"model": "m", "prompt_id": "p-1", "reported_models": ["m"],
+                             "system_fingerprints": fps},
+                "since": {"n_changed": int(share * 100), "n_compared": 100,
+                          "changed_share": share, "alpha_drop": drop,
+                          "agreement_before": {"krippendorff_alpha_ordinal": 0.8},
+                          "agreement_now": {"krippendorff_alpha_ordinal": 0.8 - (drop or 0)}}}
+
+    limits = {"max_anchor_flips": 0.1, "max_agreement_drop": 0.05}
+    accepted = block(["fp-a"])["identity"]
+    assert judge_changes(block(["fp-a"], 0.1, 0.05), accepted, **limits) == []
+    assert judge_changes(block([]), accepted, **limits) == []  # tonight says nothing
+    assert judge_changes(block(["fp-b"]), {**accepted, "system_fingerprints": []},
+                         **limits) == []  # the accepted run said nothing
+    assert judge_changes(block(["fp-a", "fp-b"]), accepted, **limits) == [
+        "system_fingerprint changed: fp-a → fp-a, fp-b"]
+    got = judge_changes(block(["fp-a"], 0.11, 0.06), accepted, **limits)
+    assert got[0] == "11 of 100 anchor grades changed (11.0% > 10.0%)"
+    assert got[1].startswith("anchors' agreement with the human grades fell: α 0.8000 → 0.7400")
+    renamed = {**accepted, "prompt_id": "p-0"}
+    assert judge_changes(block(["fp-a"]), renamed, **limits) == ["prompt changed: p-0 → p-1"]
+
+
+def test_anchor_sample_gives_each_grade_an_equal_share_and_rare_grades_their_all() -> None:
+    from labeler.reconciliation.sample import anchor_sample
+
+    rows = [(f"q{i % 6}", f"c{i}", g) for i, g in enumerate([0] * 40 + [1] * 40 + [2] * 40
+                                                            + [3] * 4)]
+    human = pd.DataFrame(rows, columns=["query_id", "chunk_id", "grade"])
+    texts = human.assign(query=lambda d: "text of " + d["query_id"],
+                         chunk=lambda d: "chunk " + d["chunk_id"]).drop(columns="grade")
+    got = anchor_sample(human, texts, n=40, seed=1)
+    assert got["grade"].value_counts().to_dict() == {3: 4, 0: 12, 1: 12, 2: 12}
+    assert list(got.columns) == ["query_id", "query", "chunk_id", "chunk", "grade"]
+    assert got.equals(anchor_sample(human, texts, n=40, seed=1))
+    assert got["query_id"].nunique() == 6
+    assert not got.equals(anchor_sample(human, texts, n=40, seed=2))
+
+
+def test_check_reads_the_anchors_and_names_a_bad_row(tmp_path: Path) -> None:
+    config = _job(tmp_path, "http://127.0.0.1:9/v1")
+    rows = [{"query_id": "q1", "query": "a", "chunk_id": f"c{i}", "chunk": "b", "grade": 2}
+            for i in range(3)]
+    rows[2]["grade"] = 7
+    io.write_table(pd.DataFrame(rows), tmp_path / "anchors.jsonl")
+    got = CliRunner().invoke(main, ["run", "--check", str(config)])
+    assert got.exit_code == 2 and "anchors.jsonl" in got.output and "7" in got.output

@@ -143,7 +143,7 @@ def anchor_lines(a: Mapping[str, Any]) -> list[str]:
 def leaderboard_lines(lb: Mapping[str, Any], top: int = 10) -> list[str]:
     """Would the leaderboard change: both orders side by side, τ_AP, the changed verdicts."""
     runs = list(lb["runs"])
-    width = max([len("run"), *(len(r["system"]) for r in runs[:top])])
+    width = max([len("accepted order"), *(len(r["system"]) for r in runs[:top])])
     k = lb["k"]
     lines = [f"would the leaderboard change? NDCG@{k} under the accepted labels "
              f"({lb.get('previous')}) and tonight's:",
