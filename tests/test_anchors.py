@@ -5,6 +5,7 @@ against the local fake OpenAI server."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import krippendorff
@@ -185,9 +186,12 @@ def test_four_nights_same_judge_silent_change_accept_and_prompt_change(
     for text in (md, html):
         assert "The judge changed since the accepted run" in text
         assert "Would the leaderboard change?" in text and "τ_AP" in text
-        assert "accepted order" in text and "tonight&#39;s order" in text or \
-            "tonight's order" in text
+        assert "accepted order" in text and "tonight's order" in text
         assert "fp-2024-new" in text
+    table = html[html.index('id="leaderboard-orders"'):]
+    rows = re.findall(r'<tr><td class="num">\d+</td><td>([^<]+)</td><td class="num">[^<]+'
+                      r'</td><td>([^<]+)</td>', table[:table.index("</table>")])
+    assert rows == list(zip(lb["order_before"], lb["order_now"]))
     assert "would the leaderboard change?" in third.output and "τ_AP" in third.output
 
     # accepting night 3 moves latest; the next run compares with it
@@ -345,3 +349,25 @@ def test_check_reads_the_anchors_and_names_a_bad_row(tmp_path: Path) -> None:
     io.write_table(pd.DataFrame(rows), tmp_path / "anchors.jsonl")
     got = CliRunner().invoke(main, ["run", "--check", str(config)])
     assert got.exit_code == 2 and "anchors.jsonl" in got.output and "7" in got.output
+
+
+def test_leaderboard_shift_shows_a_reversed_pair(tmp_path: Path) -> None:
+    from labeler.pipeline.shift import leaderboard_shift
+
+    for tag, first, second in (("runA", "a", "b"), ("runB", "b", "a")):
+        (tmp_path / f"{tag}.run").write_text("".join(
+            f"q{q} Q0 {first}{q} 1 2.0 {tag}\nq{q} Q0 {second}{q} 2 1.0 {tag}\n"
+            for q in range(12)))
+    runs = io.read_runs([str(tmp_path / "runA.run"), str(tmp_path / "runB.run")])
+    qs = [f"q{q}" for q in range(12)]
+    before = pd.DataFrame({"query_id": qs * 2, "chunk_id": [f"a{q}" for q in range(12)]
+                           + [f"b{q}" for q in range(12)], "grade": [3] * 12 + [1] * 12})
+    now = before.assign(grade=[1] * 12 + [3] * 12)
+    got = leaderboard_shift(before, now, runs, k=10, previous="r1")
+    assert got is not None
+    assert got["order_before"] == ["runA", "runB"] and got["order_now"] == ["runB", "runA"]
+    assert got["tau_ap"] == -1.0 and got["order_changed"] is True
+    assert [(p["a"], p["b"], p["change"]) for p in got["changed_pairs"]] == [
+        ("runA", "runB", "reversed")]
+    same = leaderboard_shift(before, before, runs, k=10)
+    assert same is not None and same["changed_pairs"] == [] and same["tau_ap"] == 1.0
