@@ -46,11 +46,11 @@ backoff_base = 0
 backoff_max = 0
 [human]
 qrels = "data/human.qrels"
-bootstrap = 200
+bootstrap = 100
 [drift]
 anchors = "anchors.jsonl"
 [statistics]
-bootstrap = 200
+bootstrap = 100
 """)
 
 
@@ -321,6 +321,10 @@ def test_guard_compares_only_what_the_endpoint_reports() -> None:
     got = judge_changes(block(["fp-a"], 0.11, 0.06), accepted, **limits)
     assert got[0] == "11 of 100 anchor grades changed (11.0% > 10.0%)"
     assert got[1].startswith("anchors' agreement with the human grades fell: α 0.8000 → 0.7400")
+    unjudged = {**block(["fp-a"]), "n": 60, "n_judged": 29}
+    assert judge_changes(unjudged, accepted, **limits) == [
+        "only 29 of 60 anchors could be judged: the judge cannot be checked"]
+    assert judge_changes({**unjudged, "n_judged": 30}, accepted, **limits) == []
     renamed = {**accepted, "prompt_id": "p-0"}
     assert judge_changes(block(["fp-a"]), renamed, **limits) == ["prompt changed: p-0 → p-1"]
 

@@ -1,6 +1,7 @@
 """The guard of a nightly job: did the judge change since the accepted run?
 
-It did when the model asked for, the model or ``system_fingerprint`` the endpoint reports, or
+It did when fewer than half the anchors could be judged (it cannot be checked), or when the
+model asked for, the model or ``system_fingerprint`` the endpoint reports, or
 the prompt differ from the accepted run's, or when too many anchor grades flipped
 (``[drift] max_anchor_flips``) or the anchors' agreement with the human grades fell too far
 (``max_agreement_drop``, in Krippendorff's α). A run whose judge changed is marked
@@ -44,6 +45,10 @@ def judge_changes(anchors: Mapping[str, Any], accepted: Mapping[str, Any] | None
     """
     out: list[str] = []
     now = anchors.get("identity") or {}
+    n, judged = anchors.get("n") or 0, anchors.get("n_judged") or 0
+    if judged < n / 2:
+        out.append(f"only {judged} of {n} anchors could be judged: the judge cannot be "
+                   "checked")
     if accepted:
         for key, what in (("model", "model"), ("prompt_id", "prompt")):
             if accepted.get(key) and now.get(key) and accepted[key] != now[key]:

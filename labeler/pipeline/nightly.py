@@ -296,7 +296,10 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
                           alpha=stats.alpha, test=stats.test,
                           permutations=stats.permutations, seed=stats.seed,
                           notes=_drift_notes(prev_manifest, summary))
-    if anchors is not None:
+    if anchors is not None and result.summary.stop_exit == 2:
+        log.warning("anchors not judged: the endpoint refused the job (%s)",
+                    result.summary.stopped)
+    elif anchors is not None:
         with _stage("anchors", timings):
             from labeler.pipeline.guard import guard_stage
 
