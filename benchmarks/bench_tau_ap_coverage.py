@@ -1,14 +1,15 @@
 """Does the τ_AP interval of "would the leaderboard change?" cover the truth?
 
-Population: TREC DL 2019 passage ranking — the 43 queries with NIST judgements and 11 real runs
+Population: TREC DL 2019 passage ranking: the 43 queries with NIST judgements and 11 real runs
 (NDCG@10; the shared slices of 8 runs hold 11 to 23 of the queries, so their means are over
 the queries they have, as in the nightly job). "Before" labels are the NIST grades;
-"tonight's" are those of a judge that changed: a share of the pairs (``--shifts``, drawn at random) moved to another grade. The truth is τ_AP
-of the runs' order by their mean over all 43 queries under tonight's labels against the order
-under the labels before. A nightly job scores only n queries (a random draw of n of the 43,
-without replacement) and reports the 95% percentile interval of τ_AP from resamples of whole
-queries (:func:`labeler.pipeline.shift.tau_ap_interval`). Printed: per shift and n, the truth,
-the share of draws whose interval covers it, and the mean width.
+"tonight's" are those of a judge that changed: a share of the pairs (``--shifts``, drawn at
+random) moved to another grade. The truth is τ_AP of the runs' order by their mean over all
+43 queries under tonight's labels against the order under the labels before. A nightly job
+scores only n queries (a random draw of n of the 43, without replacement) and reports the 95%
+percentile interval of τ_AP from resamples of whole queries
+(:func:`labeler.pipeline.shift.tau_ap_interval`). Printed: per shift and n, the truth, the
+share of draws whose interval covers it, and the mean width.
 
 Usage::
 
