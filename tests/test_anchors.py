@@ -195,7 +195,7 @@ def test_four_nights_same_judge_silent_change_accept_and_prompt_change(
     assert "would the leaderboard change?" in third.output and "τ_AP" in third.output
 
     # accepting night 3 moves latest; the next run compares with it
-    accepted = _cli("run", "--accept", str(run3))
+    accepted = _cli("run", str(config), "--accept", str(run3))
     assert accepted.exit_code == 0, accepted.output
     assert _latest(out) == run3
     assert json.loads((run3 / "accepted.json").read_text())["latest_before"] == run2.name
@@ -221,6 +221,15 @@ def test_accept_refuses_what_is_not_a_finished_run(tmp_path: Path) -> None:
         assert got.exit_code == 2, got.output
         assert "--accept" in got.output
     assert not (tmp_path / "out" / "latest.txt").exists()
+    # a finished run of another output directory than the config's
+    other = tmp_path / "other" / "runs" / "20260101T000000Z"
+    other.mkdir(parents=True)
+    (other / "manifest.json").write_text("{}")
+    config = _job(tmp_path, "http://127.0.0.1:9/v1")
+    got = CliRunner().invoke(main, ["run", str(config), "--accept", str(other)])
+    assert got.exit_code == 2 and "out/runs/" in got.output
+    assert CliRunner().invoke(main, ["run", "--accept", str(other)]).exit_code == 0
+    assert (tmp_path / "other" / "latest.txt").read_text().strip() == "runs/20260101T000000Z"
 
 
 def test_anchors_as_qrels_take_their_texts_from_the_inputs(tmp_path: Path,

@@ -444,7 +444,9 @@ class OpenAIJudge:
             return
 
         def text(value: Any) -> str | None:
-            return (clean_text(value)[:200] or None) if isinstance(value, str) else None
+            if not isinstance(value, str):
+                return None
+            return redact(clean_text(value), self._api_key)[:200] or None
 
         self.reported[(text(body.get("model")), text(body.get("system_fingerprint")))] += 1
 

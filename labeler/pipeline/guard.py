@@ -107,9 +107,10 @@ class JudgeCheck:
         if self.judge_changed:
             lines.append(f"JUDGE CHANGED since the accepted run {self.accepted}:")
             lines += [f"  - {c}" for c in self.changes]
+        elif self.anchors and self.accepted:
+            lines.append(f"judge unchanged since the accepted run {self.accepted}")
         elif self.anchors:
-            lines.append("judge unchanged since the accepted run"
-                         + (f" {self.accepted}" if self.accepted else " (none yet)"))
+            lines.append("no accepted run yet: tonight's anchors are the baseline")
         if self.leaderboard:
             lines += leaderboard_lines(self.leaderboard)
         return "\n".join(lines)
