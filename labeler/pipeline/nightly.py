@@ -447,7 +447,6 @@ def _manifest(cfg: Config, config_path: str | Path | None, run_dir: Path, starte
     })
 
 
-
 def _guard_manifest(outcome: RunOutcome) -> dict[str, Any]:
     """``judge_changed`` and, with anchors, the guard's findings and the anchors' identity
     and cost."""
