@@ -291,6 +291,31 @@ def test_fake_server_reports_its_identity_and_shifts_a_share_of_grades(
     assert judge.reported[("fake-judge", None)] == 1
 
 
+def test_a_server_in_its_own_process_takes_the_same_controls() -> None:
+    import asyncio
+
+    from labeler.testing.behaviour import default_grade
+    from labelkit import judge_for
+
+    with FakeLLMServer(in_process=False, fingerprint="fp-sub", reported_model="m-2025",
+                       shift=1.0) as srv:
+        judge = judge_for(srv)
+
+        async def ask() -> int:
+            try:
+                return (await judge.judge("what is a qrel", "A qrel.")).grade
+            finally:
+                await judge.aclose()
+
+        grade = asyncio.run(ask())
+        text = question_text(srv.requests[-1]["body"]["messages"])
+        assert grade != default_grade(text)
+        assert dict(judge.reported) == {("m-2025", "fp-sub"): 1}
+        srv.set(fingerprint=None, shift=0.0)
+        assert asyncio.run(ask()) == default_grade(text)
+        assert judge.reported[("m-2025", None)] == 1
+
+
 def test_vectorised_tau_ap_equals_the_reference_and_the_interval_covers_it() -> None:
     from labeler.pipeline.shift import _tau_ap_idx, tau_ap_interval
 
