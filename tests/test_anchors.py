@@ -104,6 +104,8 @@ def test_four_nights_same_judge_silent_change_accept_and_prompt_change(
     config = _job(tmp_path, fake_llm.base_url)
 
     # night 1: every pair and every anchor asked
+    checked = _cli("run", "--check", str(config))
+    assert checked.exit_code == 0 and f"{N_ANCHORS} anchors (judged every run)" in checked.output
     first = _cli("run", str(config))
     assert first.exit_code == 0, first.output
     run1 = _latest(out)
@@ -129,6 +131,9 @@ def test_four_nights_same_judge_silent_change_accept_and_prompt_change(
     assert lo <= agree["krippendorff_alpha_ordinal"] <= hi
     cost = d1["anchors"]["cost"]
     assert cost["calls"] == N_ANCHORS and cost["input_tokens"] > 0
+    manifest1 = json.loads((run1 / "manifest.json").read_text())
+    assert manifest1["inputs"]["anchors"]["digest"].startswith("sha256:")
+    assert "anchors.jsonl" in manifest1["files"] and manifest1["judge_changed"] is False
     assert f"anchors' cost: {N_ANCHORS} calls" in first.output
 
     # night 2: the same judge; the pairs come from the cache, the anchors are asked again

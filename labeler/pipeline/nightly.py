@@ -172,6 +172,9 @@ def _input_files(cfg: Config) -> dict[str, Any]:
                      for r in cfg.inputs.runs]
     if cfg.human is not None:
         files["human"] = {"path": str(cfg.human.qrels), "digest": _file_digest(cfg.human.qrels)}
+    if cfg.drift.anchors is not None:
+        files["anchors"] = {"path": str(cfg.drift.anchors),
+                            "digest": _file_digest(cfg.drift.anchors)}
     return files
 
 
