@@ -412,5 +412,40 @@ def test_leaderboard_shift_shows_a_reversed_pair(tmp_path: Path) -> None:
     assert got["tau_ap"] == -1.0 and got["order_changed"] is True
     assert [(p["a"], p["b"], p["change"]) for p in got["changed_pairs"]] == [
         ("runA", "runB", "reversed")]
+    assert leaderboard_shift(before.iloc[:0], now, runs, k=10) is None  # nothing judged then
     same = leaderboard_shift(before, before, runs, k=10)
     assert same is not None and same["changed_pairs"] == [] and same["tau_ap"] == 1.0
+
+
+def test_api_pairs_only_job_guards_without_a_report(tmp_path: Path,
+                                                    fake_llm: FakeLLMServer) -> None:
+    from labeler.pipeline import load_config, run_pipeline
+    from labelkit import make_pairs, write_pairs
+
+    write_pairs(make_pairs(30), tmp_path / "pairs.jsonl")
+    anchors = make_pairs(80, n_queries=8).iloc[30:].assign(grade=lambda d: d.index % 4)
+    io.write_table(anchors, tmp_path / "anchors.csv")
+    (tmp_path / "job.toml").write_text(f"""\
+out_dir = "out"
+[inputs]
+pairs = "pairs.jsonl"
+[judge]
+model = "fake-judge"
+base_url = "{fake_llm.base_url}"
+backoff_base = 0
+[drift]
+anchors = "anchors.csv"
+max_anchor_flips = 0.2
+""")
+    first = run_pipeline(load_config(tmp_path / "job.toml"))
+    assert first.exit_code == 0 and first.report_html is None
+    assert first.drift.judge is not None and first.drift.judge.leaderboard is None
+    fake_llm.reset()
+    fake_llm.set(shift=0.5, shift_seed=3)
+    second = run_pipeline(load_config(tmp_path / "job.toml"))
+    assert fake_llm.calls == 50  # the pairs from the cache, the anchors asked again
+    assert second.exit_code == 4 and second.drift.judge_changed
+    assert not any("fingerprint" in c for c in second.drift.judge.changes)
+    assert _latest(tmp_path / "out") == first.run_dir
+    text = second.drift.to_text()
+    assert "JUDGE CHANGED" in text and "anchor grades changed" in text

@@ -100,8 +100,11 @@ def leaderboard_shift(before: pd.DataFrame, now: pd.DataFrame, runs: pd.DataFram
     from labeler.statistics.verdicts import significance
 
     options = dataclasses.replace(options or StatsOptions(), ppi=False)
-    b = _per_query(_qrels(before), runs, k, gain, include_empty)
-    n = _per_query(_qrels(now), runs, k, gain, include_empty)
+    q_before, q_now = _qrels(before), _qrels(now)
+    if q_before.empty or q_now.empty:
+        return None
+    b = _per_query(q_before, runs, k, gain, include_empty)
+    n = _per_query(q_now, runs, k, gain, include_empty)
     pq = b.merge(n, on=["system", "query_id"], how="outer", suffixes=("_before", "_now"))
     systems = sorted(set(b["system"]) & set(n["system"]))
     if not systems:
