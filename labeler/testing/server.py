@@ -33,6 +33,7 @@ class FakeLLMServer:
 
         with FakeLLMServer(answer_style="plain", faults=FaultPlan(fail_first=1)) as srv:
             ...  # point any OpenAI client at srv.base_url
+            srv.set(fingerprint="fp-2", shift=0.3)  # a silent change of the judge behind it
     """
 
     def __init__(self, latency: float = 0.0, faults: FaultPlan | None = None,
