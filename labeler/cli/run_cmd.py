@@ -101,6 +101,9 @@ def summary_text(outcome: RunOutcome) -> str:
 
 def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> None:
     click.echo(summary_text(outcome))
+    if outcome.n_failed and outcome.drift.judge_changed:  # said before the exit 4 below
+        click.echo(f"labeler: {outcome.n_failed} pairs failed (status 'failed' in "
+                   f"labels.jsonl, reason in 'error')", err=True)
     if outcome.drift.judge_changed and outcome.exit_code == 4:
         accepted = outcome.drift.judge.accepted if outcome.drift.judge else None
         click.echo(f"labeler: the judge changed since the accepted run {accepted}: latest "
