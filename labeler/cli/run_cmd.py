@@ -101,7 +101,7 @@ def summary_text(outcome: RunOutcome) -> str:
 
 def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> None:
     click.echo(summary_text(outcome))
-    if outcome.n_failed and outcome.drift.judge_changed:  # said before the exit 4 below
+    if outcome.n_failed:
         click.echo(f"labeler: {outcome.n_failed} pairs failed (status 'failed' in "
                    f"labels.jsonl, reason in 'error')", err=True)
     if outcome.drift.judge_changed and outcome.exit_code == 4:
@@ -113,9 +113,6 @@ def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> Non
     if fail_on_drift and outcome.drift.drifted:
         raise DriftError(f"drift past the thresholds ({len(outcome.drift.reasons)} crossed): "
                          f"see the table above and {_shown(outcome.run_dir / 'drift.json')}")
-    if outcome.n_failed:
-        click.echo(f"labeler: {outcome.n_failed} pairs failed (status 'failed' in "
-                   f"labels.jsonl, reason in 'error')", err=True)
     ctx.exit(outcome.exit_code)
 
 
