@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import krippendorff
 import numpy as np
@@ -263,9 +264,21 @@ def test_anchors_as_qrels_take_their_texts_from_the_inputs(tmp_path: Path,
 
 # --------------------------------------------------------------------------- the parts
 
+def _ask_once(judge: Any) -> int:
+    """One pair judged by ``judge`` (its connections closed after)."""
+    import asyncio
+
+    async def ask() -> int:
+        try:
+            return (await judge.judge("what is a qrel", "A qrel is a judgement.")).grade
+        finally:
+            await judge.aclose()
+
+    return asyncio.run(ask())
+
+
 def test_fake_server_reports_its_identity_and_shifts_a_share_of_grades(
         fake_llm: FakeLLMServer) -> None:
-    import asyncio
 
     from labeler.testing.behaviour import default_grade
     from labelkit import judge_for
@@ -280,24 +293,16 @@ def test_fake_server_reports_its_identity_and_shifts_a_share_of_grades(
     # over HTTP, through the real client: the identity the judge sees, and the moved grade
     fake_llm.set(fingerprint="fp-2", reported_model="fake-judge-2025-06", shift=1.0)
     judge = judge_for(fake_llm)
-
-    async def ask() -> int:
-        try:
-            return (await judge.judge("what is a qrel", "A qrel is a judgement.")).grade
-        finally:
-            await judge.aclose()
-
-    grade = asyncio.run(ask())
+    grade = _ask_once(judge)
     asked = fake_llm.requests[-1]
     assert grade == asked["grade"] != default_grade(question_text(asked["body"]["messages"]))
     assert dict(judge.reported) == {("fake-judge-2025-06", "fp-2"): 1}
     fake_llm.set(fingerprint=None, reported_model=None)
-    asyncio.run(ask())
+    _ask_once(judge)
     assert judge.reported[("fake-judge", None)] == 1
 
 
 def test_a_server_in_its_own_process_takes_the_same_controls() -> None:
-    import asyncio
 
     from labeler.testing.behaviour import default_grade
     from labelkit import judge_for
@@ -305,19 +310,12 @@ def test_a_server_in_its_own_process_takes_the_same_controls() -> None:
     with FakeLLMServer(in_process=False, fingerprint="fp-sub", reported_model="m-2025",
                        shift=1.0) as srv:
         judge = judge_for(srv)
-
-        async def ask() -> int:
-            try:
-                return (await judge.judge("what is a qrel", "A qrel.")).grade
-            finally:
-                await judge.aclose()
-
-        grade = asyncio.run(ask())
+        grade = _ask_once(judge)
         text = question_text(srv.requests[-1]["body"]["messages"])
         assert grade != default_grade(text)
         assert dict(judge.reported) == {("m-2025", "fp-sub"): 1}
         srv.set(fingerprint=None, shift=0.0)
-        assert asyncio.run(ask()) == default_grade(text)
+        assert _ask_once(judge) == default_grade(text)
         assert judge.reported[("m-2025", None)] == 1
 
 
