@@ -155,6 +155,8 @@ Examples:
   labeler sample --unit query --n 15 --labels labels.jsonl --pairs pairs.jsonl --out to_judge.csv
   # ten more queries of the same random order (to_judge-2.csv)
   labeler sample --more 10 --from to_judge.csv
+  # anchors for a nightly job: 100 human-graded pairs, stratified by grade
+  labeler sample --anchors 100 --human human.qrels --pairs pairs.jsonl --out anchors.jsonl
 """)
 @click.option("--labels", "labels_path", type=_FILE,
               help="LLM label records (or qrels) to sample from (with --more: the ones the "
@@ -188,6 +190,10 @@ Examples:
               help="Random seed of the draw: the same seed and labels give the same sheet.")
 @click.option("--by", default="grade,query_id", show_default=True, metavar="COLUMNS",
               help="Stratify equally over the first column, spread over the others.")
+@click.option("--anchors", "anchors", type=click.IntRange(min=1), metavar="N",
+              help="Draw N anchors for `labeler run` ([drift] anchors) from the --human "
+                   "labels: equal shares of each human grade, spread over queries, with their "
+                   "texts (--pairs, or --queries and --corpus). --labels is not needed.")
 @click.option("--show-llm-grade", is_flag=True,
               help="Include the LLM's grade in the sheet (hidden by default: it anchors "
                    "annotators).")
@@ -196,9 +202,17 @@ def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: s
                    out: Path | None, more: int | None, from_path: Path | None,
                    human_path: Path | None, pairs_path: Path | None,
                    queries_path: Path | None, corpus_path: Path | None,
-                   fmt: tuple[str, ...], seed: int, by: str, show_llm_grade: bool) -> None:
+                   fmt: tuple[str, ...], seed: int, by: str, anchors: int | None,
+                   show_llm_grade: bool) -> None:
     """Which pairs a human should label next (stratified by LLM grade and query, or whole
-    random queries; --more draws more of the same random queries)."""
+    random queries; --more draws more of the same random queries; --anchors draws a nightly
+    job's anchors from human labels)."""
+    if anchors is not None:
+        from labeler.cli.sample_anchors import sample_anchors
+
+        sample_anchors(anchors, human_path, out, {"pairs": pairs_path, "queries": queries_path,
+                                                  "corpus": corpus_path}, fmt, seed)
+        return
     if more is not None or from_path is not None:
         from labeler.cli.sample_more import sample_more
 
