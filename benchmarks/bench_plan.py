@@ -99,7 +99,7 @@ def realized(values: np.ndarray, idx: np.ndarray, n_total: int) -> np.ndarray:
 
 
 def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
-          assurance: float, kurtosis: float) -> dict[str, float]:
+          assurance: float, kurtosis: float, pilot: int = PILOT) -> dict[str, float]:
     """Median n named and the share of studies reaching ±``w`` (every column at once)."""
     rng = np.random.default_rng(seed)
     n_total = len(y)
@@ -108,15 +108,15 @@ def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
                                    for m in ("n", "fresh", "extended")}
     for _ in range(studies):
         order = rng.permutation(n_total)
-        pilot = order[:PILOT]
+        first = order[:pilot]
         for kind, values in kinds.items():
-            needs = [planning.queries_needed(values[pilot, j], n_total, w,
+            needs = [planning.queries_needed(values[first, j], n_total, w,
                                              assurance=assurance, kurtosis=kurtosis).n
                      for j in range(values.shape[1])]
             n = max(int(x) for x in needs if x is not None)
             n = max(n, 2)
             fresh = rng.choice(n_total, n, replace=False)
-            extended = order[:max(n, PILOT)]
+            extended = order[:max(n, pilot)]
             out[f"{kind}_n"].append(n)
             out[f"{kind}_fresh"].append(
                 float((realized(values, fresh, n_total) <= w + 1e-12).all()))
@@ -178,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="plan for each run (pair) alone; print the lowest of their rates")
     ap.add_argument("--assurance", type=float, default=planning.ASSURANCE)
     ap.add_argument("--seed", type=int, default=2019)
+    ap.add_argument("--pilot", type=int, default=PILOT, help="queries labelled before planning")
+    ap.add_argument("--kurtosis", type=float, default=None,
+                    help="the excess kurtosis assumed (default: the planner's)")
     ap.add_argument("--example", type=Path, help="walk through one study in DIR instead")
     args = ap.parse_args(argv)
     if args.example is not None:
@@ -194,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     what = "differences of the 3 pairs of runs" if args.pairs else "means of the 3 runs"
     what += (", each planned alone (the lowest rate of the 3, the largest n)" if args.one
              else ", all planned at once (every interval must reach ±W)")
-    print(f"TREC DL 2019, {len(h)} queries, {what}; pilot of {PILOT} random queries; "
+    print(f"TREC DL 2019, {len(h)} queries, {what}; pilot of {args.pilot} random queries; "
           f"{args.studies} studies per row; assurance {args.assurance}\n")
     print("| LLM labels | corr. | ±W | PPI n (median) | reached, fresh | reached, extended | "
           "human-only n (median) | reached, fresh | reached, extended |")
@@ -204,15 +207,17 @@ def main(argv: list[str] | None = None) -> int:
         yhat = targets(ndcg_table(labels, runs, h.index), args.pairs)
         corr = float(np.mean([np.corrcoef(y[:, j], yhat[:, j])[0, 1]
                               for j in range(y.shape[1])]))
-        kurt = planning.KURTOSIS_PAIR if args.pairs else planning.KURTOSIS_RUN
+        kurt = args.kurtosis if args.kurtosis is not None else (
+            planning.KURTOSIS_PAIR if args.pairs else planning.KURTOSIS_RUN)
         for i, w in enumerate(args.widths):
             if args.one:  # each interval planned alone: the lowest rate, the largest n
                 each = [study(y[:, [j]], yhat[:, [j]], w, args.studies, args.seed + i,
-                              args.assurance, kurt) for j in range(y.shape[1])]
+                              args.assurance, kurt, args.pilot) for j in range(y.shape[1])]
                 r = {key: (max if key.endswith("_n") else min)(e[key] for e in each)
                      for key in each[0]}
             else:
-                r = study(y, yhat, w, args.studies, args.seed + i, args.assurance, kurt)
+                r = study(y, yhat, w, args.studies, args.seed + i, args.assurance, kurt,
+                          args.pilot)
             print(f"| {name} | {corr:.2f} | {w:.2f} | {r['ppi_n']:.0f} | {r['ppi_fresh']:.1%} | "
                   f"{r['ppi_extended']:.1%} | {r['human_only_n']:.0f} | "
                   f"{r['human_only_fresh']:.1%} | {r['human_only_extended']:.1%} |")

@@ -55,14 +55,15 @@ def ndcg(qrels: Path, run: Path) -> dict[str, float]:
     return {k: v["ndcg_cut_10"] for k, v in res.items()}
 
 
-def brute_force(x: np.ndarray, n_total: int, w: float, kurtosis: float) -> int:
+def brute_force(x: np.ndarray, n_total: int, w: float, kurtosis: float,
+                assurance: float = planning.ASSURANCE) -> int:
     n0, s2 = len(x), float(np.var(x, ddof=1))
 
     def df(m: int) -> float:
         return 2 / (2 / (m - 1) + kurtosis / m)
 
     for n in range(2, n_total):
-        var = s2 * stats.f.ppf(planning.ASSURANCE, df(n), df(n0))
+        var = s2 * stats.f.ppf(assurance, df(n), df(n0))
         if stats.t.ppf(0.975, n - 1) * math.sqrt((1 - n / n_total) * var / n) <= w:
             return n
     return n_total
@@ -93,12 +94,15 @@ def test_plan_json_per_run_matches_pytrec_eval_and_scipy(files: dict[str, Path])
         y = np.array([h.get(q, 0.0) for q in labelled])
         yhat = np.array([m.get(q, 0.0) for q in labelled])
         got = d["per_run"][tag]
-        assert got["n_total"] == 10 and got["now"] == 7
-        assert got["ppi"] == brute_force(y - yhat, 10, 0.08, planning.KURTOSIS_RUN)
-        assert got["human_only"] == brute_force(y, 10, 0.08, planning.KURTOSIS_RUN)
-        sd = float(np.std(y - yhat, ddof=1))
-        assert got["half_width_now"]["ppi"] == pytest.approx(
-            stats.t.ppf(0.975, 6) * sd * math.sqrt((1 - 7 / 10) / 7))
+        assert got["n_total"] == 10 and got["now"] == 7 and got["labelled"] == "7 of 10"
+        for kind, x, (a, kurt) in (("ppi", y - yhat, planning.settings("ppi")),
+                                   ("human_only", y, planning.settings("human_only"))):
+            hw = stats.t.ppf(0.975, 6) * float(np.std(x, ddof=1)) * math.sqrt((1 - 7 / 10) / 7)
+            assert got["half_width_now"][kind] == pytest.approx(hw)
+            # within ±W now: enough, in the run's own units; else the planned number
+            want = 7 if hw <= 0.08 else max(8, brute_force(x, 10, 0.08, kurt, a))
+            assert got["enough_now"][kind] == (hw <= 0.08)
+            assert got[kind] == want and got["more"][kind] == want - 7
     assert d["needed"]["ppi"] == max(r["ppi"] for r in d["per_run"].values())
     assert d["needed"]["human_only"] == max(r["human_only"] for r in d["per_run"].values())
     more = max(0, d["needed"]["ppi"] - 7)
@@ -118,7 +122,9 @@ def test_plan_pairs_and_the_terminal_text(files: dict[str, Path]) -> None:
     code, text = invoke("plan", "--human", str(files["human"]), "--llm", str(files["llm"]),
                         *run_args(), "--half-width", "0.05", "--pairs")
     assert code == 0 and "Assumes: The 7 queries labelled so far are a simple random" in text
-    assert f"with the LLM labels (PPI): {d['needed']['ppi']} queries" in text
+    ppi = ("enough now (7 queries)" if d["enough_now"] else
+           f"{d['more']['ppi']} more queries ({d['needed']['ppi']} in all)")
+    assert f"with the LLM labels (PPI): {ppi}" in text
     assert "−" in text  # the pairs' table
 
 
@@ -181,19 +187,18 @@ def test_the_report_says_how_many_queries_would_resolve_an_unresolved_pair(
     x = c.advice[0]
     assert "would likely resolve each unresolved pair" in md
     assert f"| {x['now']} | {x['needed']} of 10 |" in md
-    assert "unresolved pair" in render_text(c)
+    assert c.planning_line is not None and c.planning_line in render_text(c)
+    assert "would likely be resolved with" not in render_text(c)
     paths = write_report(c, tmp_path / "report")
     assert 'id="advice"' in paths["html"].read_text()
     assert json.loads(paths["json"].read_text())["statistics"]["to_resolve"][0]["needed"] \
         == x["needed"]
 
 
-def test_without_ppi_the_advice_plans_the_human_paired_test() -> None:
+def test_without_ppi_there_is_no_planning() -> None:
+    """Without a random sample of queries there is nothing to plan: no planning line, no
+    advice per pair (the figures from other computations are gone)."""
     human = io.read_qrels(DATA / "qrels-pass.qrels")
     c = labeler.compare(human=human, llm=noisy(human, 0.4, 0.3, 1), runs=io.read_runs(RUNS))
-    unresolved = [p for p in c.significance.pairs_to_dicts()
-                  if p["verdict"] in ("tie", "unresolved")]
-    assert len(c.advice) == len(unresolved) > 0
-    for x in c.advice:
-        assert x["basis"] == "human" and x["n_total"] is None
-        assert x["needed"] is None or x["needed"] > 2
+    assert c.advice == () and c.planning_line is None
+    assert c.to_dict()["statistics"]["planning"] is None

@@ -19,13 +19,14 @@ from labeler.errors import ConfigError, InputError
 
 
 def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
-                labels_path: Path | None, out: Path | None, human_path: Path | None,
+                labels_path: Path | None, out: Path | None, human_paths: tuple[Path, ...],
                 texts: Mapping[str, Path | None], fmt: tuple[str, ...],
                 show_llm_grade: bool) -> None:
     """Draw ``more`` further queries of the design at (or next to) ``from_path``."""
     from click.core import ParameterSource
 
     from labeler import io
+    from labeler.cli.options import read_humans
     from labeler.cli.sheet_texts import _texts, _warn_ids_only
     from labeler.io.guard import check_outputs
     from labeler.reconciliation.agreement import read_human, read_llm
@@ -53,16 +54,16 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
     if out is None:
         out = _next_sheet(dfile, design.draws[0].sheet if design.draws else None,
                           len(design.draws) + 1)
-    check_outputs({"--labels": labels_path, "--human": human_path, "--from": from_path,
+    check_outputs({"--labels": labels_path, "--human": list(human_paths), "--from": from_path,
                    **{f"--{k}": v for k, v in texts.items()}}, {"--out": out})
     if out.resolve() == dfile.resolve():
         raise ConfigError(f"--out {out} is the design file; choose another path")
-    formats = InputFormats(fmt, {"labels": labels_path, "human": human_path, **texts})
+    formats = InputFormats(fmt, {"labels": labels_path, "human": list(human_paths), **texts})
     with formats:
         labels = read_llm(labels_path, fmt=formats["labels"])
         pairs = _texts(texts["pairs"], texts["queries"], texts["corpus"], labels, formats)
-        human = (read_human(human_path, fmt=formats["human"])
-                 if human_path is not None else None)
+        human = (read_humans(read_human, human_paths, None, formats["human"])
+                 if human_paths else None)
     if from_path.suffix.lower() != ".json" and from_path.is_file():
         _check_sheet(from_path, set(design.queries), dfile)
     got = more_queries(labels, design, m=more, pairs=pairs, human=human, source=dfile)

@@ -45,9 +45,29 @@ KURTOSIS_RUN = 1.0
 """The excess kurtosis assumed for per-query values of one run (NDCG, human − LLM NDCG)."""
 KURTOSIS_PAIR = 6.0
 """The excess kurtosis assumed for per-query differences between two runs."""
+ASSURANCE_HUMAN = 0.8
+"""The quantile of the variance ratio planned for, for the human-only interval."""
+KURTOSIS_HUMAN = 1.0
+"""The excess kurtosis assumed for a run's human NDCG per query (the human-only interval)."""
 TARGET = 0.8
-"""The share of draws of the number named that reach ±W, as measured (the bar the settings
-above were tuned to)."""
+"""The smallest share of draws of the number named that reach ±W, as measured (the bar the
+settings above were tuned to)."""
+TARGET_WORDS = "80–90%"
+"""The measured share of draws of the number named that reach ±W, in words."""
+
+
+def settings(kind: str, pair: bool = False) -> tuple[float, float]:
+    """``(assurance, kurtosis)`` of the margin for an interval of ``kind`` (``"ppi"`` or
+    ``"human_only"``) of a run, or with ``pair`` of a difference between two runs.
+
+    Usage: ``queries_needed(x, 43, 0.05, **dict(zip(("assurance", "kurtosis"),
+    settings("ppi"))))``
+    """
+    if kind not in ("ppi", "human_only"):
+        raise ValueError(f"kind must be 'ppi' or 'human_only', got {kind!r}")
+    if pair:
+        return (ASSURANCE if kind == "ppi" else ASSURANCE_HUMAN), KURTOSIS_PAIR
+    return (ASSURANCE, KURTOSIS_RUN) if kind == "ppi" else (ASSURANCE_HUMAN, KURTOSIS_HUMAN)
 MIN_LABELLED = 5
 """Fewer labelled queries than this say too little about the spread to plan from."""
 
