@@ -99,8 +99,9 @@ def realized(values: np.ndarray, idx: np.ndarray, n_total: int) -> np.ndarray:
 
 
 def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
-          assurance: float, kurtosis: float, pilot: int = PILOT) -> dict[str, float]:
-    """Median n named and the share of studies reaching ±``w`` (every column at once)."""
+          margins: dict[str, tuple[float, float]], pilot: int = PILOT) -> dict[str, float]:
+    """Median n named and the share of studies reaching ±``w`` (every column at once);
+    ``margins``: each kind's (assurance, kurtosis)."""
     rng = np.random.default_rng(seed)
     n_total = len(y)
     kinds = {"ppi": y - yhat, "human_only": y}
@@ -110,6 +111,7 @@ def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
         order = rng.permutation(n_total)
         first = order[:pilot]
         for kind, values in kinds.items():
+            assurance, kurtosis = margins[kind]
             needs = [planning.queries_needed(values[first, j], n_total, w,
                                              assurance=assurance, kurtosis=kurtosis).n
                      for j in range(values.shape[1])]
@@ -168,6 +170,17 @@ def example(data: Path, out: Path, seed: int, width: float = 0.05) -> None:
     sh(*plan)
 
 
+def margins_text(args: argparse.Namespace) -> str:
+    """The margins' settings used, in words."""
+    out = []
+    for kind, override in (("ppi", args.assurance), ("human_only", args.assurance_human)):
+        a, kurt = planning.settings(kind, args.pairs)
+        a = a if override is None else override
+        kurt = kurt if args.kurtosis is None else args.kurtosis
+        out.append(f"{kind} assurance {a:g}, kurtosis {kurt:g}")
+    return "; ".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
@@ -176,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", action="store_true", help="plan for the differences of runs")
     ap.add_argument("--one", action="store_true",
                     help="plan for each run (pair) alone; print the lowest of their rates")
-    ap.add_argument("--assurance", type=float, default=planning.ASSURANCE)
+    ap.add_argument("--assurance", type=float, default=None,
+                    help="the PPI margin's assurance (default: the planner's)")
+    ap.add_argument("--assurance-human", type=float, default=None,
+                    help="the human-only margin's assurance (default: the planner's)")
     ap.add_argument("--seed", type=int, default=2019)
     ap.add_argument("--pilot", type=int, default=PILOT, help="queries labelled before planning")
     ap.add_argument("--kurtosis", type=float, default=None,
@@ -198,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     what += (", each planned alone (the lowest rate of the 3, the largest n)" if args.one
              else ", all planned at once (every interval must reach ±W)")
     print(f"TREC DL 2019, {len(h)} queries, {what}; pilot of {args.pilot} random queries; "
-          f"{args.studies} studies per row; assurance {args.assurance}\n")
+          f"{args.studies} studies per row; margins {margins_text(args)}\n")
     print("| LLM labels | corr. | ±W | PPI n (median) | reached, fresh | reached, extended | "
           "human-only n (median) | reached, fresh | reached, extended |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -207,17 +223,19 @@ def main(argv: list[str] | None = None) -> int:
         yhat = targets(ndcg_table(labels, runs, h.index), args.pairs)
         corr = float(np.mean([np.corrcoef(y[:, j], yhat[:, j])[0, 1]
                               for j in range(y.shape[1])]))
-        kurt = args.kurtosis if args.kurtosis is not None else (
-            planning.KURTOSIS_PAIR if args.pairs else planning.KURTOSIS_RUN)
+        margins = {}
+        for kind, override in (("ppi", args.assurance), ("human_only", args.assurance_human)):
+            a, kurt = planning.settings(kind, args.pairs)
+            margins[kind] = (a if override is None else override,
+                             kurt if args.kurtosis is None else args.kurtosis)
         for i, w in enumerate(args.widths):
             if args.one:  # each interval planned alone: the lowest rate, the largest n
                 each = [study(y[:, [j]], yhat[:, [j]], w, args.studies, args.seed + i,
-                              args.assurance, kurt, args.pilot) for j in range(y.shape[1])]
+                              margins, args.pilot) for j in range(y.shape[1])]
                 r = {key: (max if key.endswith("_n") else min)(e[key] for e in each)
                      for key in each[0]}
             else:
-                r = study(y, yhat, w, args.studies, args.seed + i, args.assurance, kurt,
-                          args.pilot)
+                r = study(y, yhat, w, args.studies, args.seed + i, margins, args.pilot)
             print(f"| {name} | {corr:.2f} | {w:.2f} | {r['ppi_n']:.0f} | {r['ppi_fresh']:.1%} | "
                   f"{r['ppi_extended']:.1%} | {r['human_only_n']:.0f} | "
                   f"{r['human_only_fresh']:.1%} | {r['human_only_extended']:.1%} |")

@@ -232,8 +232,12 @@ def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: s
 
         design_file = out.parent / DESIGN_FILE
         check_outputs({"--labels": labels_path}, {"--out": out, "design": design_file})
+        sources = {k: v for k, v in (("pairs", pairs_path), ("queries", queries_path),
+                                     ("corpus", corpus_path)) if v is not None}
         got = draw_queries(labels, n=n, seed=seed, exclude=done, pairs=texts,
-                           labels_path=_relative(labels_path, out.parent))
+                           labels_path=_relative(labels_path, out.parent),
+                           texts_paths={k: _relative(v, out.parent) for k, v in
+                                        sources.items()})
         drawn = got.pairs
         _warn_ids_only(drawn)
         io.write_table(annotation_sheet(drawn, show_llm_grade), out)
@@ -257,9 +261,11 @@ def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: s
 
 def _relative(path: Path, base: Path) -> str:
     """``path`` relative to ``base`` when it is near (a design stays valid when its folder
-    moves with its inputs), else absolute."""
+    moves with its inputs), else absolute; an ``irds:<id>`` as it is."""
     import os
 
+    if str(path).startswith("irds:"):
+        return str(path)
     try:
         rel = os.path.relpath(path.resolve(), base.resolve())
     except ValueError:  # another drive

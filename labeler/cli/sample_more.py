@@ -30,7 +30,8 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
     from labeler.cli.sheet_texts import _texts, _warn_ids_only
     from labeler.io.guard import check_outputs
     from labeler.reconciliation.agreement import read_human, read_llm
-    from labeler.reconciliation.design import (design_path, more_queries, read_design,
+    from labeler.reconciliation.design import (design_path, from_design, more_queries,
+                                               next_sheet, read_design, relative_name,
                                                write_design)
     from labeler.reconciliation.sample import annotation_sheet
 
@@ -51,8 +52,11 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
             raise ConfigError(f"the design {dfile} does not name its label records; give "
                               f"--labels")
         labels_path = (dfile.parent / design.labels)
+    if not any(texts.values()) and design.texts:   # the first draw's texts, as recorded
+        texts = {**texts, **{k: Path(from_design(v, dfile.parent))
+                             for k, v in design.texts.items()}}
     if out is None:
-        out = _next_sheet(dfile, design.draws[0].sheet if design.draws else None,
+        out = next_sheet(dfile, design.draws[0].sheet if design.draws else None,
                           len(design.draws) + 1)
     check_outputs({"--labels": labels_path, "--human": list(human_paths), "--from": from_path,
                    **{f"--{k}": v for k, v in texts.items()}}, {"--out": out})
@@ -70,25 +74,12 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
     _warn_ids_only(got.pairs)
     io.write_table(annotation_sheet(got.pairs, show_llm_grade), out)
     after = got.design
-    after.draws[-1].sheet = _relative_name(out, dfile.parent)
+    after.draws[-1].sheet = relative_name(out, dfile.parent)
     write_design(after, dfile)
     click.echo(f"{len(got.pairs)} pairs of {more} more randomly drawn queries to label -> "
                f"{out}")
     click.echo(f"{after.drawn} of {len(after.permutation)} queries drawn so far, still a "
                f"simple random sample ({after.left} left) -> {dfile}")
-
-
-def _next_sheet(design_file: Path, first: str | None, k: int) -> Path:
-    """``to_annotate-<k>.csv`` next to the first sheet (``to_annotate.csv``)."""
-    base = design_file.parent / (first or "to_annotate.csv")
-    return base.with_name(f"{base.stem}-{k}{base.suffix}")
-
-
-def _relative_name(path: Path, base: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path.resolve())
 
 
 def _check_sheet(sheet: Path, drawn: set[str], design_file: Path) -> None:

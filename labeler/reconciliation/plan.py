@@ -318,8 +318,8 @@ def plan_tables(y: pd.DataFrame, yhat: pd.DataFrame, population: dict[str, set[s
         m = _reach({n: (p, int(r or 0)) for n, (p, r) in asks.items()}, order,
                    every - labelled)
         more[kind] = m
-        draw[kind] = None if m is None or positions is None else _draw(order, m, positions,
-                                                                       design)
+        draw[kind] = (None if m is None or positions is None or order is None
+                      else _draw(order, m, positions, design))
     unplannable = [t for t in targets if not t.plannable]
     to_plan = (None if not unplannable else _reach(
         {t.name: (pops[t.name], planning.MIN_LABELLED - t.ppi.now) for t in unplannable},

@@ -19,6 +19,10 @@ from labeler.report.escape import plain
 KINDS = ("ppi", "human_only")
 
 
+def _q(n: Any) -> str:
+    return f"{n} quer{'y' if n == 1 else 'ies'}"
+
+
 def _w(x: Any) -> str:
     return "n/a" if x is None else f"±{float(x):.3f}"
 
@@ -71,7 +75,7 @@ def _status(d: Mapping[str, Any], kind: str) -> str:
         return f"enough now ({d['now']} queries)"
     if more is None:
         return "no number yet (see below)"
-    return f"{more} more queries ({needed} in all){extra}"
+    return f"{_q(more)} more ({needed} in all){extra}"
 
 
 def render_plan(d: Mapping[str, Any]) -> str:
@@ -83,21 +87,24 @@ def render_plan(d: Mapping[str, Any]) -> str:
     for kind, label in (("ppi", "with the LLM labels (PPI)"),
                         ("human_only", "with human labels only")):
         lines.append(f"  {label}: {_status(d, kind)}")
-    if d.get("saving") is not None and not _all_enough(d, "ppi"):
+    saving = d.get("saving")
+    if saving is not None and not _all_enough(d, "ppi"):
         h = (d.get("hours") or {}).get("saving")
-        lines.append(f"  the LLM labels save {d['saving']} queries"
-                     + (f" (about {h:.1f} hours)" if h is not None else ""))
+        lines.append(f"  the LLM labels save {_q(saving)}"
+                     + (f" (about {h:.1f} hours)" if h is not None else "") if saving >= 0
+                     else f"  the LLM labels save nothing here: PPI needs {_q(-saving)} more "
+                          f"than the human labels alone")
     lines += ["", render_table(d).rstrip("\n")]
     not_yet = d.get("not_yet") or {}
     if not_yet:
         lines.append("")
         for name, x in not_yet.items():
             more = ("" if x["more"] is None else
-                    f"; the next {x['more']} queries {_order_words(d)} would bring it to 5")
+                    f"; the next {_q(x['more'])} {_order_words(d)} would bring it to 5")
             lines.append(f"{plain(name)}: only {x['labelled']} of its {x['n_total']} queries "
                          f"labelled, too few to plan from (at least 5){more}")
         if d.get("to_plan") is not None:
-            lines.append(f"Label the next {d['to_plan']} queries {_order_words(d)}, then plan "
+            lines.append(f"Label the next {_q(d['to_plan'])} {_order_words(d)}, then plan "
                          f"again.")
     more = d["more"]["ppi"]
     if more:
@@ -125,14 +132,15 @@ def plan_line(d: Mapping[str, Any]) -> str:
         names = ", ".join(f"{n} ({x['labelled']} of {x['n_total']})"
                           for n, x in not_yet.items())
         more = ("" if d.get("to_plan") is None else
-                f"; the next {d['to_plan']} queries {_order_words(d)} would bring each to 5")
+                f"; the next {_q(d['to_plan'])} {_order_words(d)} would bring each to 5")
         return (f"Planning: too few labelled queries to plan for {names} (at least 5 "
                 f"are needed){more} ({cmd}).")
     more, needed = d["more"]["ppi"], d["needed"]["ppi"]
     human = d["needed"]["human_only"]
     alone = "" if human is None else f"; the human labels alone would need {human}"
     return (f"Planning: for every {what} PPI interval to be within ±{w:g}, label {more} more "
-            f"randomly drawn queries ({needed} in all{alone}) — {cmd}.")
+            f"randomly drawn quer{'y' if more == 1 else 'ies'} ({needed} in all{alone}) — "
+            f"{cmd}.")
 
 
 def render_plan_html(d: Mapping[str, Any]) -> str:
