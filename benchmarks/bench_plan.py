@@ -113,10 +113,12 @@ def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
         for kind, values in kinds.items():
             assurance, kurtosis = margins[kind]
             needs = [planning.queries_needed(values[first, j], n_total, w,
-                                             assurance=assurance, kurtosis=kurtosis).n
+                                             assurance=assurance, kurtosis=kurtosis)
                      for j in range(values.shape[1])]
-            n = max(int(x) for x in needs if x is not None)
-            n = max(n, 2)
+            # as `labeler plan`: an interval within ±W now needs no more queries; one wider
+            # than W needs at least one more
+            n = max(pilot if (x.half_width_now or 0) <= w else max(int(x.n or 0), pilot + 1)
+                    for x in needs)
             fresh = rng.choice(n_total, n, replace=False)
             extended = order[:max(n, pilot)]
             out[f"{kind}_n"].append(n)

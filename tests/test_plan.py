@@ -202,3 +202,57 @@ def test_without_ppi_there_is_no_planning() -> None:
     c = labeler.compare(human=human, llm=noisy(human, 0.4, 0.3, 1), runs=io.read_runs(RUNS))
     assert c.advice == () and c.planning_line is None
     assert c.to_dict()["statistics"]["planning"] is None
+
+
+def test_runs_over_different_queries_count_in_their_own_units(tmp_path: Path) -> None:
+    """A run lacking queries is planned in its own query set ("3 of 6"); a run with fewer
+    than 5 labelled queries is named, with how many more queries of the design's order bring
+    it to 5 (walked by hand here); "enough now" needs every run within ±W."""
+    from labeler.reconciliation.design import draw_queries
+
+    nist = io.read_qrels(DATA / "qrels-pass.qrels")
+    llm = noisy(nist, 0.4, 0.3, 1)
+    first = draw_queries(llm, n=6, seed=4)
+    labelled, order = first.design.queries, first.design.permutation
+    runs = io.read_runs(RUNS)
+    tags = list(dict.fromkeys(runs["system"]))
+    short = tags[1]
+    dropped = set(labelled[:3]) | {order[6]}   # 3 labelled queries and 1 not labelled
+    runs = runs.loc[~((runs["system"] == short) & runs["query_id"].isin(dropped))]
+    human = nist.loc[nist["query_id"].isin(labelled)]
+    p = labeler.plan(human=human, llm=llm, runs=runs, half_width=0.05, design=first.design)
+    d = p.to_dict()
+    assert d["per_run"][short]["labelled"] == "3 of 6"
+    assert d["per_run"][tags[0]]["labelled"] == "6 of 10"
+    assert d["not_yet"] == {short: {"labelled": 3, "n_total": 6, "more": d["to_plan"]}}
+    rest = [q for q in order if q not in labelled]
+    mine = [i for i, q in enumerate(rest) if q not in dropped]
+    assert d["to_plan"] == mine[1] + 1          # the 2nd of its queries in the design's order
+    assert d["more"]["ppi"] is None and d["needed"]["ppi"] is None and not d["enough_now"]
+    text = p.to_text()
+    assert f"{short}: only 3 of its 6 queries labelled" in text
+    assert f"the next {d['to_plan']} quer" in text and "of the design's order" in text
+    assert "Planning: too few labelled queries to plan for" in p.line()
+    # all runs over their own queries: the widths now straddle W -> not enough now
+    full = io.read_runs(RUNS)
+    q = labeler.plan(human=human, llm=llm, runs=full, half_width=0.05, design=first.design)
+    widths = [t.ppi.half_width_now for t in q.runs]
+    w = float(np.mean([min(widths), max(widths)]))
+    q = labeler.plan(human=human, llm=llm, runs=full, half_width=w, design=first.design)
+    assert not q.enough_now
+    assert [t.enough("ppi") for t in q.runs] == [x <= w for x in widths]
+    assert q.more["ppi"] == max(t.more("ppi") or 0 for t in q.runs) > 0
+    assert q.draw["ppi"] == q.more["ppi"]        # nothing drawn but unlabelled: same count
+    q = labeler.plan(human=human, llm=llm, runs=full, half_width=max(widths) + 1e-6)
+    assert q.enough_now and q.more == {"ppi": 0, "human_only": q.more["human_only"]}
+    assert "Planning: with the 6 labelled queries every run's PPI interval is within" in q.line()
+
+
+def test_plan_shows_its_table_in_a_notebook(files: dict[str, Path]) -> None:
+    p = labeler.plan(human=files["human"], llm=files["llm"], runs=RUNS, half_width=0.05)
+    html = p._repr_html_()
+    assert "<table>" in html and "± now (PPI)" in html and "7 of 10" in html
+    text = repr(p)
+    assert text.startswith("Plan(now=7, half_width=0.05") and "7 of 10" in text
+    tag = io.read_run(RUNS[0])["system"].iloc[0]
+    assert tag in text and tag in html

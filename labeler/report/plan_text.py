@@ -75,7 +75,7 @@ def _status(d: Mapping[str, Any], kind: str) -> str:
         return f"enough now ({d['now']} queries)"
     if more is None:
         return "no number yet (see below)"
-    return f"{_q(more)} more ({needed} in all){extra}"
+    return f"{more} more quer{'y' if more == 1 else 'ies'} ({needed} in all){extra}"
 
 
 def render_plan(d: Mapping[str, Any]) -> str:

@@ -39,13 +39,13 @@ from numpy.typing import ArrayLike, NDArray
 
 LEVEL = 0.95
 """The level of the intervals planned for."""
-ASSURANCE = 0.8
+ASSURANCE = 0.7
 """The quantile of the variance ratio planned for (see the module's text)."""
 KURTOSIS_RUN = 1.0
 """The excess kurtosis assumed for per-query values of one run (NDCG, human − LLM NDCG)."""
 KURTOSIS_PAIR = 6.0
 """The excess kurtosis assumed for per-query differences between two runs."""
-ASSURANCE_HUMAN = 0.8
+ASSURANCE_HUMAN = 0.6
 """The quantile of the variance ratio planned for, for the human-only interval."""
 KURTOSIS_HUMAN = 1.0
 """The excess kurtosis assumed for a run's human NDCG per query (the human-only interval)."""
