@@ -113,6 +113,9 @@ def render_plan(d: Mapping[str, Any]) -> str:
         n = draw if draw is not None else more
         if n:
             lines += ["", f"Draw them with: labeler sample --more {n} --from {plain(src)}"]
+        else:
+            lines += ["", f"They are drawn already ({plain(src)}): label the sheets drawn "
+                          f"so far."]
     lines += ["", f"Assumes: {d['assumption']}"]
     return "\n".join(lines) + "\n"
 
