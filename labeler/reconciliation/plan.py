@@ -372,11 +372,14 @@ def _target(y: pd.DataFrame, yhat: pd.DataFrame, population: dict[str, set[str]]
 def _order(every: set[str], labelled: set[str], design: Any
            ) -> tuple[list[str] | None, dict[str, int] | None]:
     """The queries not labelled yet in the design's order (and each one's place in its
-    permutation), or ``(None, None)`` without a design."""
+    permutation), or ``(None, None)`` without a design, or with one that lacks some of them
+    (then more queries are counted as random draws)."""
     if design is None:
         return None, None
     perm = list(design.permutation)
     positions = {q: i for i, q in enumerate(perm)}
+    if not (every - labelled) <= set(perm):   # not the runs' design: count random draws
+        return None, None
     return [q for q in perm if q in every and q not in labelled], positions
 
 
