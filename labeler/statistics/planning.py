@@ -13,8 +13,8 @@ human-only interval, and the same of the differences a − b for a pair of runs.
 The spread s² of the queries judged so far (the pilot, at least :data:`MIN_LABELLED`) stands
 in for the spread of the sample still to be drawn, with a margin for how little a few queries
 say about it (a two-stage design in the spirit of Stein's): the variance planned for is s²
-times :func:`margin`, the :data:`ASSURANCE` (:data:`ASSURANCE_HUMAN` for the human-only
-interval) quantile of the ratio of a fresh sample's variance to the pilot's — an F law whose
+times :func:`margin`, the :data:`ASSURANCE` quantile (:data:`ASSURANCE_HUMAN`,
+:data:`ASSURANCE_PAIR`, :data:`ASSURANCE_HUMAN_PAIR` for the others) of the ratio of a fresh sample's variance to the pilot's — an F law whose
 degrees of freedom allow for heavy tails: excess kurtosis :data:`KURTOSIS_RUN` for a run's
 human − LLM error, :data:`KURTOSIS_HUMAN` for its human NDCG, and :data:`KURTOSIS_PAIR` for a
 difference between two runs (mostly near 0, where both rank alike, and now and then large);
@@ -50,9 +50,10 @@ KURTOSIS_PAIR = 6.0
 """The excess kurtosis assumed for per-query differences between two runs."""
 ASSURANCE_HUMAN = 0.65
 """The quantile of the variance ratio planned for, for the human-only interval of a run."""
-ASSURANCE_HUMAN_PAIR = 0.8
-"""The same for the human-only interval of a difference between two runs (heavier tails
-than the PPI error of the difference: measured, a lower one reaches ±W in under 80%)."""
+ASSURANCE_PAIR = 0.75
+"""The same for the PPI interval of a difference between two runs."""
+ASSURANCE_HUMAN_PAIR = 0.72
+"""The same for the human-only interval of a difference between two runs."""
 KURTOSIS_HUMAN = 1.0
 """The excess kurtosis assumed for a run's human NDCG per query (the human-only interval)."""
 TARGET = 0.8
@@ -72,7 +73,7 @@ def settings(kind: str, pair: bool = False) -> tuple[float, float]:
     if kind not in ("ppi", "human_only"):
         raise ValueError(f"kind must be 'ppi' or 'human_only', got {kind!r}")
     if pair:
-        return (ASSURANCE if kind == "ppi" else ASSURANCE_HUMAN_PAIR), KURTOSIS_PAIR
+        return (ASSURANCE_PAIR if kind == "ppi" else ASSURANCE_HUMAN_PAIR), KURTOSIS_PAIR
     return (ASSURANCE, KURTOSIS_RUN) if kind == "ppi" else (ASSURANCE_HUMAN, KURTOSIS_HUMAN)
 MIN_LABELLED = 5
 """Fewer labelled queries than this say too little about the spread to plan from."""
@@ -234,7 +235,7 @@ def _search(sd: float, n0: int, n_total: int | None, w: float, level: float,
 
 
 def queries_to_resolve(sample: ArrayLike, n_total: int | None, delta: float, *,
-                       level: float = LEVEL, assurance: float = ASSURANCE,
+                       level: float = LEVEL, assurance: float = ASSURANCE_PAIR,
                        kurtosis: float = KURTOSIS_PAIR) -> Need:
     """How many labelled queries would likely resolve a difference between two runs: the
     :func:`queries_needed` for an interval narrower than the observed ``|delta|`` (so that it
