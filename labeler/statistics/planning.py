@@ -59,7 +59,7 @@ KURTOSIS_HUMAN = 1.0
 TARGET = 0.8
 """The smallest share of draws of the number named that reach ±W, as measured (the bar the
 settings above were tuned to)."""
-TARGET_WORDS = "80–90%"
+TARGET_WORDS = "about 80–90%"
 """The measured share of draws of the number named that reach ±W, in words."""
 
 
