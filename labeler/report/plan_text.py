@@ -63,8 +63,12 @@ def _all_enough(d: Mapping[str, Any], kind: str) -> bool:
     return all(t["enough_now"][kind] for _, t in _items(d))
 
 
-def _order_words(d: Mapping[str, Any]) -> str:
-    return "of the design's order" if d.get("order") == "design" else "drawn at random"
+def _next(d: Mapping[str, Any], m: Any) -> str:
+    """``the next 3 queries of the design's order``, or ``about 3 more queries drawn at
+    random`` (an expected count) without a design."""
+    if d.get("order") == "design":
+        return f"the next {_q(m)} of the design's order"
+    return f"about {_q(m)} more drawn at random"
 
 
 def _status(d: Mapping[str, Any], kind: str) -> str:
@@ -100,12 +104,11 @@ def render_plan(d: Mapping[str, Any]) -> str:
         lines.append("")
         for name, x in not_yet.items():
             more = ("" if x["more"] is None else
-                    f"; the next {_q(x['more'])} {_order_words(d)} would bring it to 5")
+                    f"; {_next(d, x['more'])} would bring it to 5")
             lines.append(f"{plain(name)}: only {x['labelled']} of its {x['n_total']} queries "
                          f"labelled, too few to plan from (at least 5){more}")
         if d.get("to_plan") is not None:
-            lines.append(f"Label the next {_q(d['to_plan'])} {_order_words(d)}, then plan "
-                         f"again.")
+            lines.append(f"Label {_next(d, d['to_plan'])}, then plan again.")
     more = d["more"]["ppi"]
     if more:
         draw = (d.get("draw") or {}).get("ppi")
@@ -135,7 +138,7 @@ def plan_line(d: Mapping[str, Any]) -> str:
         names = ", ".join(f"{n} ({x['labelled']} of {x['n_total']})"
                           for n, x in not_yet.items())
         more = ("" if d.get("to_plan") is None else
-                f"; the next {_q(d['to_plan'])} {_order_words(d)} would bring each to 5")
+                f"; {_next(d, d['to_plan'])} would bring each to 5")
         return (f"Planning: too few labelled queries to plan for {names} (at least 5 "
                 f"are needed){more} ({cmd}).")
     more, needed = d["more"]["ppi"], d["needed"]["ppi"]
