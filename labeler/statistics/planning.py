@@ -14,14 +14,14 @@ The spread s² of the queries judged so far (the pilot, at least :data:`MIN_LABE
 in for the spread of the sample still to be drawn, with a margin for how little a few queries
 say about it (a two-stage design in the spirit of Stein's): the variance planned for is s²
 times :func:`margin`, the :data:`ASSURANCE` quantile (:data:`ASSURANCE_HUMAN`,
-:data:`ASSURANCE_PAIR`, :data:`ASSURANCE_HUMAN_PAIR` for the others) of the ratio of a fresh sample's variance to the pilot's — an F law whose
-degrees of freedom allow for heavy tails: excess kurtosis :data:`KURTOSIS_RUN` for a run's
-human − LLM error, :data:`KURTOSIS_HUMAN` for its human NDCG, and :data:`KURTOSIS_PAIR` for a
-difference between two runs (mostly near 0, where both rank alike, and now and then large);
-:func:`settings` picks them. They are tuned so that the number named for several runs at once
-reaches ±W in about 80–90% of draws on TREC DL 2019 (``benchmarks/bench_plan.py``; the
-measured table is in the docs' planning page), not far more: a plan that always over-asks
-costs people hours.
+:data:`ASSURANCE_PAIR`, :data:`ASSURANCE_HUMAN_PAIR` for the others) of the ratio of a fresh
+sample's variance to the pilot's — an F law whose degrees of freedom allow for heavy tails:
+excess kurtosis :data:`KURTOSIS_RUN` for a run's human − LLM error, :data:`KURTOSIS_HUMAN`
+for its human NDCG, and :data:`KURTOSIS_PAIR` for a difference between two runs (mostly near
+0, where both rank alike, and now and then large); :func:`settings` picks them. They are
+tuned so that the number named for several runs at once reaches ±W in about 80–90% of draws
+on TREC DL 2019 (``benchmarks/bench_plan.py``; the measured table is in the docs' planning
+page), not far more: a plan that always over-asks costs people hours.
 
 Pure numpy/scipy. Usage::
 
