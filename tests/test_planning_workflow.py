@@ -139,3 +139,13 @@ def test_the_python_way_draws_the_same_sheets(work: Path, tmp_path: Path) -> Non
     cli("sample", "--more", 3, "--from", tmp_path / "cli" / "todo.csv")
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "todo-2.csv"),
                                   pd.read_csv(tmp_path / "cli" / "todo-2.csv"))
+
+
+def test_a_design_in_memory_grows_without_writing(work: Path, tmp_path: Path) -> None:
+    first = labeler.sample_queries(work / "labels.jsonl", n=4, seed=2)
+    assert first.sheet is None and first.design.drawn == 4
+    more = labeler.more_queries(first.design, m=2, labels=work / "labels.jsonl")
+    assert more.sheet is None and more.design.drawn == 6
+    assert more.new_queries == first.design.permutation[4:6]
+    assert set(more.pairs["query_id"]) == set(more.new_queries)
+    assert list(tmp_path.iterdir()) == []
