@@ -101,10 +101,10 @@ class Comparison:
     complete: bool = False
     advice: tuple[dict[str, Any], ...] = ()
     """With PPI, per unresolved pair: how many labelled queries would likely resolve it
-    (:func:`labeler.reconciliation.plan.resolve_advice`, as ``labeler plan --pairs``)."""
+    (:func:`labeler.reconciliation.plan_advice.resolve_advice`, as ``labeler plan --pairs``)."""
     plan: Plan | None = None
     """With PPI: the plan for every run's PPI interval to be half as wide as the widest
-    now (:func:`labeler.reconciliation.plan.comparison_plan`)."""
+    now (:func:`labeler.reconciliation.plan_advice.comparison_plan`)."""
 
     @property
     def planning_line(self) -> str | None:
@@ -364,7 +364,7 @@ def _planning(per_query: pd.DataFrame, sig: Significance,
     labelled queries would likely resolve it (both from ``labeler plan``'s computation)."""
     if population is None or not sig.options.ppi:
         return {}
-    from labeler.reconciliation.plan import comparison_plan, resolve_advice
+    from labeler.reconciliation.plan_advice import comparison_plan, resolve_advice
 
     return {"plan": comparison_plan(per_query, population, labelled, k=k),
             "advice": resolve_advice(per_query, sig.pairs_to_dicts(), population=population,

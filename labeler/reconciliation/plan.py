@@ -148,8 +148,7 @@ class Plan:
             "needed": self.needed, "more": more, "saving": self.saving,
             "enough_now": self.enough_now, "order": self.order, "design": self.design,
             "draw": {k: self.draw.get(k) for k in KINDS}, "to_plan": self.to_plan,
-            "not_yet": {t.name: {"labelled": t.ppi.now, "n_total": t.ppi.n_total,
-                                 "more": t.to_plan} for t in self.targets if not t.plannable},
+            "not_yet": _not_yet(self),
             "per_run": {t.a: t.to_dict() for t in self.runs},
             "per_pair": [t.to_dict() for t in self.pairs],
             "reasons": dict(self.reasons),
@@ -207,8 +206,14 @@ def _line_data(p: Plan) -> dict[str, Any]:
     return {"now": p.now, "half_width": p.half_width, "needed": p.needed, "more": more,
             "enough_now": p.enough_now, "draw": {k: p.draw.get(k) for k in KINDS},
             "order": p.order, "to_plan": p.to_plan, "k": p.k, "has_pairs": bool(p.pairs),
-            "not_yet": {t.name: {"labelled": t.ppi.now, "n_total": t.ppi.n_total,
-                                 "more": t.to_plan} for t in p.targets if not t.plannable}}
+            "not_yet": _not_yet(p)}
+
+
+def _not_yet(p: Plan) -> dict[str, dict[str, Any]]:
+    """The runs (pairs) too thin to plan for: their labelled queries of their own, and how
+    many more would bring them to the minimum."""
+    return {t.name: {"labelled": t.ppi.now, "n_total": t.ppi.n_total, "more": t.to_plan}
+            for t in p.targets if not t.plannable}
 
 
 def _table(qrels: pd.DataFrame, runs: pd.DataFrame, k: int, gain: str) -> pd.DataFrame:
@@ -232,7 +237,8 @@ def plan(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, half_width: float,
     the run's own queries, how many more queries that takes in all, and how many the human
     labels alone would need.
 
-    ``human`` covers a simple random sample of whole queries (at least
+    ``human`` (one label set, or a list of them: the sheets of one sample, read together)
+    covers a simple random sample of whole queries (at least
     :data:`~labeler.statistics.planning.MIN_LABELLED` of them, else
     :class:`~labeler.errors.InputError`; a query labelled in part is refused, see
     :func:`~labeler.reconciliation.labelled.labelled_queries`); ``llm`` covers every query
@@ -248,9 +254,10 @@ def plan(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, half_width: float,
         raise InputError(f"the half-width must be a positive number, got {half_width!r}")
     if minutes_per_query is not None and not minutes_per_query > 0:
         raise InputError(f"minutes per query must be positive, got {minutes_per_query!r}")
-    from labeler.reconciliation.labelled import labelled_queries
+    from labeler.reconciliation.labelled import combine_human, labelled_queries
 
-    human_q = io.as_qrels(human, any_grade=True)
+    human_q = (combine_human(list(human)) if isinstance(human, (list, tuple)) else
+               io.as_qrels(human, any_grade=True))
     llm_q = io.as_qrels(llm, any_grade=True)
     run = io.as_runs(runs)
     if run.empty:
@@ -299,10 +306,10 @@ def plan_tables(y: pd.DataFrame, yhat: pd.DataFrame, population: dict[str, set[s
                          f"at least {planning.MIN_LABELLED}, drawn at random (`labeler sample "
                          f"--unit query --n 10`)")
     order, positions = _order(every, labelled, design)
-    targets = [_target(y, yhat, population, labelled, a, None, half_width)
+    targets = [plan_target(y, yhat, population, labelled, a, None, half_width)
                for a in systems]
     if pairs:
-        targets += [_target(y, yhat, population, labelled, a, b, half_width)
+        targets += [plan_target(y, yhat, population, labelled, a, b, half_width)
                     for a, b in itertools.combinations(systems, 2)]
     pops = {t.name: _pop(population, t.a, t.b) for t in targets}
     targets = [t if t.plannable else replace(t, to_plan=_reach(
@@ -344,12 +351,15 @@ def _values(table: pd.DataFrame, system: str, queries: list[str]) -> np.ndarray:
     return col.reindex(queries).fillna(0.0).to_numpy(dtype="float64")
 
 
-def _target(y: pd.DataFrame, yhat: pd.DataFrame, population: dict[str, set[str]],
-            labelled: set[str], a: str, b: str | None, half_width: float, *,
-            strict: bool = False) -> Target:
+def plan_target(y: pd.DataFrame, yhat: pd.DataFrame, population: dict[str, set[str]],
+                labelled: set[str], a: str, b: str | None, half_width: float, *,
+                strict: bool = False) -> Target:
     """The run ``a`` (or the pair ``a − b``) planned for ±``half_width`` (below it with
     ``strict``) in its own queries: the one computation of ``plan`` and of the advice per
-    unresolved pair."""
+    unresolved pair.
+
+    Usage: ``plan_target(y, yhat, {"a": qs, "b": qs}, labelled, "a", "b", 0.05).ppi.n``
+    """
     pop = sorted(_pop(population, a, b))
     lab = [q for q in pop if q in labelled]
     ya, ha = _values(y, a, lab), _values(yhat, a, lab)
@@ -410,89 +420,3 @@ def _draw(order: list[str], m: int, positions: dict[str, int], design: Any) -> i
     if m <= 0:
         return 0
     return max(0, positions[order[m - 1]] + 1 - int(design.drawn))
-
-
-# ---------------------------------------------------------------------- unresolved pairs
-
-def _unresolved(pair: dict[str, Any]) -> bool:
-    ppi = pair.get("ppi")
-    if isinstance(ppi, dict):
-        if "verdict" in ppi:
-            return bool(ppi["verdict"] == "unresolved")
-        ci = ppi.get("ci")
-        return isinstance(ci, (list, tuple)) and len(ci) == 2 and ci[0] <= 0 <= ci[1]
-    return pair.get("verdict") in ("tie", "unresolved")
-
-
-def resolve_advice(per_query: pd.DataFrame, pairs: list[dict[str, Any]], *,
-                   population: dict[str, set[str]], labelled: set[str]
-                   ) -> tuple[dict[str, Any], ...]:
-    """For each pair of ``pairs`` (``labeler compare --json``'s list) that PPI leaves
-    unresolved: how many labelled queries of the pair's own would likely resolve it — the
-    pair planned as ``labeler plan --pairs`` plans it (:func:`_target`), for a ± below the
-    difference seen — and the ± the labelled queries give now. ``population``: each run's
-    queries; ``labelled``: the whole queries with human labels.
-
-    Usage: ``resolve_advice(c.per_query, c.significance.pairs_to_dicts(), population=pop,
-    labelled=lab)``
-    """
-    y, yhat = (per_query.pivot_table(index="query_id", columns="system", values=s,
-                                     aggfunc="first", dropna=False) for s in ("human", "llm"))
-    out = []
-    for p in pairs:
-        if not _unresolved(p):
-            continue
-        a, b = str(p["a"]), str(p["b"])
-        if a not in population or b not in population:
-            continue
-        seen = (p.get("ppi") or {}).get("delta")
-        delta = float(seen) if seen is not None else math.nan
-        if math.isfinite(delta) and delta != 0:
-            t = _target(y, yhat, population, labelled, a, b, abs(delta), strict=True)
-            need = t.ppi
-            reason = need.reason
-        else:
-            t = _target(y, yhat, population, labelled, a, b, 1.0)
-            need = replace(t.ppi, n=None)
-            reason = "no difference seen, so no number of queries can show one"
-        if need.now < 2:
-            continue
-        out.append({"a": a, "b": b, "basis": "ppi", "delta": delta if seen is not None
-                    else None, "now": need.now, "half_width_now": need.half_width_now,
-                    "needed": need.n, "more": need.more, "n_total": need.n_total,
-                    "reason": reason})
-    return tuple(out)
-
-
-def nice_width(x: float) -> float:
-    """``x`` rounded down to a round ± (a multiple of 0.005, of 0.001 below 0.01).
-
-    Usage: ``nice_width(0.063)`` → 0.06
-    """
-    step = 0.005 if x >= 0.01 else 0.001
-    return max(step, math.floor(x / step + 1e-9) * step)
-
-
-def comparison_plan(per_query: pd.DataFrame, population: dict[str, set[str]],
-                    labelled: set[str], *, k: int = 10,
-                    half_width: float | None = None) -> Plan | None:
-    """The plan ``labeler compare --ppi`` states in its one planning line: every run's PPI
-    interval within ±``half_width`` (default: half the widest now, rounded down by
-    :func:`nice_width`), planned as ``labeler plan`` plans (:func:`plan_tables`) on the
-    comparison's per-query NDCG. ``None`` with fewer than 5 labelled queries.
-
-    Usage: ``comparison_plan(c.per_query, population, labelled)``
-    """
-    y, yhat = (per_query.pivot_table(index="query_id", columns="system", values=s,
-                                     aggfunc="first", dropna=False) for s in ("human", "llm"))
-    every = set().union(*population.values()) if population else set()
-    if len(labelled & every) < planning.MIN_LABELLED:
-        return None
-    if half_width is None:
-        widths = [t.ppi.half_width_now for t in
-                  (_target(y, yhat, population, labelled, a, None, 1.0) for a in population)
-                  if t.ppi.half_width_now is not None and t.ppi.half_width_now > 0]
-        if not widths:
-            return None
-        half_width = nice_width(max(widths) / 2)
-    return plan_tables(y, yhat, population, labelled, half_width=half_width, k=k)
