@@ -97,6 +97,11 @@ def test_human_given_twice_is_read_together(files: dict[str, Path]) -> None:
     code, ref = invoke("plan", "--human", str(files["seven"]), "--llm", str(files["llm"]),
                        *RUN_ARGS, "--half-width", "0.05", "--json")
     assert json.loads(out)["now"] == 7 and json.loads(out) == json.loads(ref)
+    import labeler  # the Python way: a list of label sets
+
+    p = labeler.plan(human=[files["one"], files["two"]], llm=files["llm"], runs=RUNS,
+                     half_width=0.05)
+    assert p.to_dict()["per_run"] == json.loads(ref)["per_run"]
     code, out = invoke("compare", "--ppi", *two, "--llm", str(files["llm"]), *RUN_ARGS,
                        "--json")
     assert code == 0, out
