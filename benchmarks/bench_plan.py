@@ -5,10 +5,13 @@ a simulated judge that sees each NIST grade, adds an upward shift and Gaussian n
 back to 0-3 (seeded), and from the built-in lexical judge (passages graded from their text).
 One study:
 
-1. a pilot: a simple random sample of ``n0`` (10) of the 43 queries is judged by hand;
-2. ``plan`` (``labeler.statistics.planning.queries_needed``) names n, the number of labelled
-   queries every run's 95% PPI interval needs to be at most ±W (the largest over the runs;
-   with ``--pairs`` every pair's), and the number the human-only t interval needs;
+1. a pilot: a simple random sample of ``--pilot`` (10) of the 43 queries is judged by hand;
+2. ``plan`` (``labeler.statistics.planning.queries_needed`` with the margins of
+   ``planning.settings``, or ``--assurance``/``--assurance-human``/``--kurtosis``) names n,
+   the number of labelled queries every run's 95% PPI interval needs to be at most ±W (the
+   largest over the runs; with ``--pairs`` every pair's; the pilot itself where every
+   interval is within ±W already, as ``labeler plan`` says "enough now"), and the number the
+   human-only t interval needs;
 3. a fresh simple random sample of that size is drawn ("fresh"), and, as a user of
    ``labeler sample --more`` would, the pilot extended by random queries to that size
    ("extended"); each interval's half-width is measured on it.
@@ -30,7 +33,8 @@ who label, and prints every command and its output (the worked example of docs/p
 Usage::
 
     python benchmarks/bench_plan.py --data DIR                 # 1,000 studies per W
-    python benchmarks/bench_plan.py --studies 200 --widths 0.05 0.08 --pairs
+    python benchmarks/bench_plan.py --studies 300 --widths 0.04 0.06 0.10 --pilot 5 --pairs
+    python benchmarks/bench_plan.py --assurance 0.8 --assurance-human 0.8   # another margin
     python benchmarks/bench_plan.py --example /tmp/plan-example
 """
 
