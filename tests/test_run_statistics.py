@@ -53,6 +53,9 @@ def test_statistics_settings_reach_comparison_report_and_drift(tmp_path: Path) -
         assert done.exit_code == 0, done.output
     run = _latest(tmp_path / "out")
     comparison = json.loads((run / "comparison.json").read_text())
+    # one planning line, `labeler plan`'s, in the summary and the comparison
+    assert done.output.count("Planning:") == 1
+    assert comparison["statistics"]["planning"] in done.output
     assert {k: comparison["statistics"][k] for k in ("test", "alpha", "permutations", "seed",
                                                       "ppi")} == {
         "test": "randomization", "alpha": 0.1, "permutations": 500, "seed": 3, "ppi": True}

@@ -81,11 +81,9 @@ def summary_text(outcome: RunOutcome) -> str:
         lines.append(f"order of the runs, human vs LLM labels: Kendall's tau "
                      f"{fmt_num(d['kendall_tau'])}, Spearman's rho {fmt_num(d['spearman_rho'])}")
         lines.append(f"verdicts {c.significance.counts_line()}: {c.headline}")
-        from labeler.report.text import advice_line
-
-        advice = advice_line(getattr(c, "advice", ()))
-        if advice:
-            lines.append(advice)
+        planning = getattr(c, "planning_line", None)
+        if planning:
+            lines.append(planning)
     elif outcome.scores:
         for tag, measures in outcome.scores.to_dict().get("runs", {}).items():
             lines.append(f"{tag}: " + ", ".join(f"{m} {fmt_num(v.get('mean'))}"

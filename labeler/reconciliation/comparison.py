@@ -34,6 +34,7 @@ from labeler.statistics.ranking import ranking_block
 from labeler.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
+    from labeler.reconciliation.plan import Plan
     from labeler.statistics.verdicts import Progress, Significance, StatsOptions
 
 
@@ -99,8 +100,16 @@ class Comparison:
     measure: str | None = None
     complete: bool = False
     advice: tuple[dict[str, Any], ...] = ()
-    """Per unresolved pair: how many labelled queries would likely resolve it
-    (:func:`labeler.reconciliation.plan.resolve_advice`)."""
+    """With PPI, per unresolved pair: how many labelled queries would likely resolve it
+    (:func:`labeler.reconciliation.plan_advice.resolve_advice`, as ``labeler plan --pairs``)."""
+    plan: Plan | None = None
+    """With PPI: the plan for every run's PPI interval to be half as wide as the widest
+    now (:func:`labeler.reconciliation.plan_advice.comparison_plan`)."""
+
+    @property
+    def planning_line(self) -> str | None:
+        """The one planning sentence (from :attr:`plan`), or None without PPI."""
+        return None if self.plan is None else self.plan.line()
 
     # ------------------------------------------------------------------ views
 
@@ -168,7 +177,7 @@ class Comparison:
             "headline": self.headline,
             "shared_queries": sig.n_shared,
             "statistics": {**sig.options.to_dict(), "pairs": sig.pair_mode, "level": 0.95,
-                           "planning": sig.planning_line(), "notes": list(sig.notes),
+                           "planning": self.planning_line, "notes": list(sig.notes),
                            "to_resolve": [dict(a) for a in self.advice]},
             "gain": self.gain,
             "include_empty": self.include_empty,
@@ -274,7 +283,9 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
     table = _run_table(systems, h_sum, l_sum, k)
     per_query = _per_query(h_pq, l_pq, k)
     ideal = _ideal_ranking(human_q, llm_q, set(run["query_id"]), k, gain)
-    sig = _significance(per_query, systems, run, human_q, llm_q, stats, complete, progress)
+    population, labelled = _ppi_sets(systems, run, human_q, llm_q, stats, complete)
+    sig = _significance(per_query, systems, population, labelled, human_q, llm_q, stats,
+                        progress)
     table = _with_shared(table, sig)
     tau, rho = _correlations(table)
     swaps, n_pairs = _swaps(table)
@@ -283,7 +294,7 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
         ideal=ideal, most_changed=_most_changed(per_query, ideal, texts, top),
         kendall_tau=tau, spearman_rho=rho, swaps=swaps, n_pairs=n_pairs,
         significance=sig, measure=str(by_human.measures[0]) if wanted else None,
-        complete=complete, advice=_advice(per_query, sig, run, human_q, llm_q, complete))
+        complete=complete, **_planning(per_query, sig, population, labelled, k))
 
 
 # ---------------------------------------------------------------------- pieces
@@ -304,27 +315,39 @@ def _with_shared(table: pd.DataFrame, sig: Significance) -> pd.DataFrame:
     return out
 
 
-def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame,
+def _ppi_sets(systems: list[str], run: pd.DataFrame, human: pd.DataFrame, llm: pd.DataFrame,
+              options: StatsOptions | None, complete: bool
+              ) -> tuple[dict[str, set[str]] | None, set[str]]:
+    """For PPI, each run's population (its queries the LLM labels cover; with
+    ``complete`` every one of those) and the whole queries with human labels
+    (:func:`~labeler.reconciliation.labelled.labelled_queries`, which refuses a sample of
+    pairs); without PPI ``(None, the human-labelled queries)``."""
+    if options is None or not options.ppi:
+        return None, set(human["query_id"])
+    from labeler.reconciliation.labelled import labelled_queries
+
+    llm_queries = set(llm["query_id"])
+    population = ({str(s): llm_queries for s in systems} if complete else
+                  {str(s): set(q) & llm_queries
+                   for s, q in run.groupby("system", sort=False)["query_id"]})
+    return population, set(labelled_queries(human, llm))
+
+
+def _significance(per_query: pd.DataFrame, systems: list[str],
+                  population: dict[str, set[str]] | None, labelled: set[str],
                   human: pd.DataFrame, llm: pd.DataFrame,
-                  options: StatsOptions | None, complete: bool = False,
+                  options: StatsOptions | None,
                   progress: Progress | None = None) -> Significance:
-    """Intervals, pair verdicts and (with ``options.ppi``) PPI estimates; for PPI each run's
-    population is its queries that the LLM labels cover, the labelled ones those that the
-    human labels cover too."""
+    """Intervals, pair verdicts and (with ``options.ppi``) PPI estimates over each run's
+    ``population``, the ``labelled`` queries judged by humans (:func:`_ppi_sets`)."""
     from labeler.statistics.verdicts import StatsOptions, significance
 
     options = options or StatsOptions()
-    population: dict[str, set[str]] | None = None
-    if options.ppi:
-        llm_queries = set(llm["query_id"])
-        population = ({str(s): llm_queries for s in systems} if complete else
-                      {str(s): set(q) & llm_queries
-                       for s, q in run.groupby("system", sort=False)["query_id"]})
     sig = significance(per_query, systems, options=options, ppi_population=population,
-                       ppi_labelled=set(human["query_id"]), progress=progress)
+                       ppi_labelled=labelled, progress=progress)
     if options.ppi and sig.ppi_runs is not None and all(
             e.n_unlabelled == 0 or e.n_labelled == 0 for e in sig.ppi_runs.values()):
-        n_human = len(set(human["query_id"]) & set(llm["query_id"]))
+        n_human = len(labelled & set(llm["query_id"]))
         n_llm = len(set(llm["query_id"]))
         raise InputError(f"prediction-powered estimates need a random sample of queries judged "
                          f"by humans and other queries judged only by the LLM; here {n_human} "
@@ -334,22 +357,18 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
     return sig
 
 
-def _advice(per_query: pd.DataFrame, sig: Significance, run: pd.DataFrame,
-            human: pd.DataFrame, llm: pd.DataFrame,
-            complete: bool = False) -> tuple[dict[str, Any], ...]:
-    """How many labelled queries would likely resolve each unresolved pair (with PPI: on
-    each run's queries that the LLM labels cover, as its estimates)."""
-    from labeler.reconciliation.plan import resolve_advice
+def _planning(per_query: pd.DataFrame, sig: Significance,
+              population: dict[str, set[str]] | None, labelled: set[str],
+              k: int) -> dict[str, Any]:
+    """With PPI: the plan behind the one planning line, and per unresolved pair how many
+    labelled queries would likely resolve it (both from ``labeler plan``'s computation)."""
+    if population is None or not sig.options.ppi:
+        return {}
+    from labeler.reconciliation.plan_advice import comparison_plan, resolve_advice
 
-    population = labelled = None
-    if sig.options.ppi:
-        llm_queries = set(llm["query_id"])
-        population = ({str(s): llm_queries for s in dict.fromkeys(run["system"])} if complete
-                      else {str(s): set(q) & llm_queries
-                            for s, q in run.groupby("system", sort=False)["query_id"]})
-        labelled = set(human["query_id"])
-    return resolve_advice(per_query, sig.pairs_to_dicts(), population=population,
-                          labelled=labelled)
+    return {"plan": comparison_plan(per_query, population, labelled, k=k),
+            "advice": resolve_advice(per_query, sig.pairs_to_dicts(), population=population,
+                                     labelled=labelled)}
 
 
 def _run_table(systems: list[str], human: pd.DataFrame, llm: pd.DataFrame,

@@ -51,8 +51,6 @@ class SignificanceView(Protocol):
 
     def pairs_to_dicts(self) -> list[dict[str, Any]]: ...
 
-    def planning_line(self) -> str | None: ...
-
 
 class ComparisonView(Protocol):
     """NDCG of runs under human and LLM labels, the order statistics and the verdicts."""
@@ -113,6 +111,9 @@ class ComparisonView(Protocol):
 
     @property
     def advice(self) -> Any: ...
+
+    @property
+    def planning_line(self) -> str | None: ...
 
     @property
     def significance(self) -> SignificanceView: ...

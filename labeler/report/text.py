@@ -9,7 +9,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from labeler import fmt
@@ -42,9 +42,6 @@ def render_text(comparison: ComparisonView) -> str:
     lines.append(scope_line(c))
     lines.append("")
     lines += _pair_lines(c)
-    advice = getattr(c, "advice", ())
-    if advice:
-        lines.append(plain(advice_line(advice) or ""))
     if sig.options.ppi:
         lines += ["", *_ppi_lines(c)]
     lines.append("")
@@ -198,34 +195,14 @@ def _ppi_lines(c: ComparisonView) -> list[str]:
         got = sig.pairs["ppi_verdict"].value_counts()
         lines.append("PPI pair verdicts (Holm-adjusted): " + ", ".join(
             f"{int(got.get(v, 0))} {v}" for v in ("a-better", "b-better", "unresolved")))
-    plan = sig.planning_line()
+    plan = getattr(c, "planning_line", None)
     if plan:
-        lines.append(plan)
+        lines.append(plain(plan))
     lines += [plain(n) for n in sig.notes]
     return lines
 
 
 _rank = fmt.count
-
-
-def advice_line(advice: Sequence[Mapping[str, Any]]) -> str | None:
-    """One sentence for a terminal: the unresolved pair nearest to being resolved, and how
-    many pairs are unresolved. ``None`` when there is none.
-
-    Usage: ``advice_line(comparison.advice)``
-    """
-    known = [x for x in advice if x["needed"] is not None]
-    if not advice:
-        return None
-    if not known:
-        return (f"{len(advice)} unresolved pair{'s' if len(advice) != 1 else ''}: no number "
-                f"of labelled queries would likely resolve them (no difference seen).")
-    best = min(known, key=lambda x: x["needed"])
-    of = f" of {best['n_total']}" if best["n_total"] is not None else ""
-    return (f"{len(advice)} unresolved pair{'s' if len(advice) != 1 else ''}; the nearest, "
-            f"{best['a']} − {best['b']} (Δ {best['delta']:+.3f}, ±{best['half_width_now']:.3f} "
-            f"with {best['now']} labelled queries), would likely be resolved with "
-            f"{best['needed']}{of} randomly drawn labelled queries.")
 
 
 def ranking_lines(ranking: Mapping[str, Any]) -> list[str]:
