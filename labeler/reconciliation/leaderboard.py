@@ -30,7 +30,8 @@ import pandas as pd
 from labeler import io
 from labeler.errors import ConfigError, InputError
 from labeler.schema import STATUS, STATUS_OK
-from labeler.reconciliation.agreement import (DEFAULT_UNIT, KEYS, AgreementReport, LabelsLike,
+from labeler.reconciliation.agreement import (DEFAULT_UNIT, KEYS, AgreementReport,
+                                              CheckedLabels, CheckedQrels, LabelsLike,
                                               QrelsLike, Unit, agreement, read_human, read_llm)
 from labeler.reconciliation.versus_best import DEFAULT_ALPHA, method, versus_best
 from labeler.statistics.inference import check_alpha
@@ -203,9 +204,12 @@ def leaderboard(*, human: QrelsLike, llm: JudgesLike, runs: Any = None, k: int =
 
     shown = Progress("judges", len(sets) * (2 if runs is not None else 1), enabled=progress)
     reports = {}
-    for name, df in sets.items():
-        reports[name] = agreement(llm=df, human=human_common, bootstrap=bootstrap, seed=seed,
-                                  unit=unit)
+    for name, df in sets.items():   # each set read and checked once, above
+        llm_df, human_df_checked = CheckedLabels(df), CheckedQrels(human_common)
+        llm_df.attrs.update(df.attrs)
+        human_df_checked.attrs.update(human_common.attrs)
+        reports[name] = agreement(llm=llm_df, human=human_df_checked, bootstrap=bootstrap,
+                                  seed=seed, unit=unit)
         shown.advance(1, name)
     taus = (_taus(human_common, sets, common, runs, k, shown) if runs is not None
             else dict.fromkeys(sets))

@@ -82,7 +82,8 @@ def _answer(board: Leaderboard) -> list[str]:
     if others:
         lines += _wrap(f"Not shown worse than the best ({best}): {', '.join(others)} "
                        f"({len(others)} of {len(board.versus_best)}); "
-                       + (f"the other {worse} are worse." if worse else "none is worse."))
+                       + ("none is worse." if not worse else "the other one is worse."
+                          if worse == 1 else f"the other {worse} are worse."))
     else:
         lines += _wrap(f"{best} is better than every other judge (each difference "
                        "significant after Holm).")
