@@ -30,7 +30,8 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stab
 PROBE = """<script>
 window.addEventListener("load", function () {
   var doc = document.documentElement;
-  var answer = document.getElementById("versus-answer").getBoundingClientRect();
+  var el = document.getElementById("versus-answer");
+  var answer = el ? el.getBoundingClientRect() : {top: null, right: null};
   var tables = [];
   document.querySelectorAll("table").forEach(function (t) {
     var box = t.closest(".wide");
@@ -38,7 +39,7 @@ window.addEventListener("load", function () {
   });
   var out = {page: doc.scrollWidth, viewport: window.innerWidth, tables: tables,
              answer_top: answer.top, answer_right: answer.right,
-             answer: document.getElementById("versus-answer").textContent};
+             answer: el ? el.textContent : null};
   var pre = document.createElement("pre");
   pre.id = "judges-probe";
   pre.textContent = JSON.stringify(out);
