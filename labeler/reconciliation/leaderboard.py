@@ -88,12 +88,20 @@ class Leaderboard:
         return [name for name in self.judges if name not in worse]
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per judge (rank 1 = best alpha): the headline figures and tau."""
+        """One row per judge (rank 1 = best alpha): the headline figures, tau, and against
+        the best judge the gap of alpha, its Holm-adjusted p and the verdict."""
+        versus = {v["judge"]: v for v in self.versus_best}
         rows = []
         for rank, (name, rep) in enumerate(self.judges.items(), 1):
             row: dict[str, Any] = {"rank": rank, "judge": name}
             row.update({key: getattr(rep, key) for key in HEADLINE})
             row["kendall_tau"] = self.kendall_tau.get(name)
+            v = versus.get(name)
+            row["alpha_gap_to_best"] = v["delta_alpha"] if v else None
+            row["p_adjusted"] = v["p_adjusted"] if v else None
+            row["versus_best"] = ("best" if rank == 1 else "not tested" if not v or
+                                  v["worse"] is None else "worse" if v["worse"]
+                                  else "not shown worse")
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -122,8 +130,8 @@ class Leaderboard:
                      f"{len(frame)} judges on {self.n} common pairs, best alpha first")
 
     def to_text(self) -> str:
-        """The table for a terminal (lines of at most 160 characters), which judges are not
-        shown worse than the best, then the most disputed pairs."""
+        """The table for a terminal (lines under 160 characters), which judges are not shown
+        worse than the best, then the most disputed pairs."""
         from labeler.report.judges_text import leaderboard_text
 
         return leaderboard_text(self)

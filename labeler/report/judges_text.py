@@ -1,4 +1,4 @@
-"""The judges leaderboard for a terminal: every line at most :data:`WIDTH` characters.
+"""The judges leaderboard for a terminal: every line under 160 characters (:data:`WIDTH`).
 
 One row per judge (alpha with its interval, quadratic kappa, exact agreement, lean, tau, and
 the gap to the best judge with its paired interval and Holm-adjusted p), the answer to "is the
@@ -21,7 +21,7 @@ from labeler import fmt
 if TYPE_CHECKING:
     from labeler.reconciliation.leaderboard import Leaderboard
 
-WIDTH = 160
+WIDTH = 159
 """The longest line printed."""
 
 
