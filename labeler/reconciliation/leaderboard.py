@@ -113,7 +113,7 @@ class Leaderboard:
                             "kendall_tau": self.kendall_tau.get(name)}
         disputed = [{"query_id": str(d["query_id"]), "chunk_id": str(d["chunk_id"]),
                      "human": int(d["human"]),
-                     "grades": {name: int(d[grade_column(name)]) for name in self.judges},
+                     "grades": {name: int(d[_col(name)]) for name in self.judges},
                      "spread": int(d["spread"]), "mean_gap": float(d["mean_gap"])}
                     for d in self.disagreements.to_dict(orient="records")]
         return {"n": self.n, "judges": judges, "k": self.k,
@@ -137,7 +137,7 @@ class Leaderboard:
         return leaderboard_text(self)
 
 
-def grade_column(name: str) -> str:
+def _col(name: str) -> str:
     return f"grade:{name}"
 
 
@@ -224,7 +224,7 @@ def leaderboard(*, human: QrelsLike, llm: JudgesLike, runs: Any = None, k: int =
     shown.close()
     ranked = sorted(reports, key=lambda name: _rank_key(reports[name], name))
     grades = _grade_table(human_common, sets, ranked)
-    versus = versus_best(grades.rename(columns={grade_column(n): n for n in ranked}), ranked,
+    versus = versus_best(grades.rename(columns={_col(n): n for n in ranked}), ranked,
                          bootstrap=bootstrap, seed=seed, unit=unit, alpha=check_alpha(alpha))
     return Leaderboard(n=len(common), judges={name: reports[name] for name in ranked},
                        kendall_tau={name: taus[name] for name in ranked},
@@ -263,7 +263,7 @@ def _grade_table(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame], order: l
     """One row per common pair: ``query_id, chunk_id, human`` and ``grade:<judge>`` per judge."""
     table = human[[*KEYS, "grade"]].rename(columns={"grade": "human"}).astype({"human": "int64"})
     for name in order:
-        g = _graded(sets[name], table[KEYS]).rename(columns={"grade": grade_column(name)})
+        g = _graded(sets[name], table[KEYS]).rename(columns={"grade": _col(name)})
         table = table.merge(g, on=KEYS, how="left")
     return table
 
@@ -271,7 +271,7 @@ def _grade_table(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame], order: l
 def _disputed(table: pd.DataFrame, order: list[str], top: int) -> pd.DataFrame:
     """The common pairs with the widest spread of judge grades (then farthest from human)."""
     table = table.copy()
-    grades = table[[grade_column(n) for n in order]].to_numpy(dtype="int64")
+    grades = table[[_col(n) for n in order]].to_numpy(dtype="int64")
     table["spread"] = grades.max(axis=1) - grades.min(axis=1)
     table["mean_gap"] = grades.mean(axis=1) - table["human"].to_numpy()
     table = table.assign(_gap=table["mean_gap"].abs()).sort_values(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from labeler import fmt
 
 if TYPE_CHECKING:
-    from labeler.reconciliation.leaderboard import Leaderboard
+    from labeler.report.shapes import LeaderboardView as Leaderboard
 
 WIDTH = 159
 """The longest line printed."""
@@ -91,16 +91,15 @@ def _answer(board: Leaderboard) -> list[str]:
 
 
 def _disputed(board: Leaderboard) -> list[str]:
-    from labeler.reconciliation.leaderboard import grade_column
-
-    if not len(board.disagreements):
+    disputed = board.to_dict()["disagreements"][:10]
+    if not disputed:
         return []
     lines = ["", "pairs the judges disagree on most (spread = highest - lowest grade):"]
-    for d in board.disagreements.head(10).to_dict(orient="records"):
+    for d in disputed:
         head = f"  {d['query_id']}/{d['chunk_id']}: human {d['human']}, spread {d['spread']}: "
-        line = head + " ".join(f"{name}={d[grade_column(name)]}" for name in board.judges)
+        line = head + " ".join(f"{name}={d['grades'][name]}" for name in board.judges)
         if len(line) > WIDTH:
-            given = [int(d[grade_column(name)]) for name in board.judges]
+            given = [int(d["grades"][name]) for name in board.judges]
             counts = [given.count(g) for g in range(4)]
             line = head + "judges' grades " + ", ".join(
                 f"{g}: {c}" for g, c in enumerate(counts) if c)
