@@ -9,24 +9,21 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from labeler import io
 from labeler.reconciliation.leaderboard import leaderboard
 from labeler.report.judges import write_judges_report
+
+from test_report_browser import _browser, _chromium
 
 LLMJUDGE = Path(__file__).parent / "data" / "llmjudge"
 REAL = ["Olz-gpt4o", "willia-umbrela1", "RMITIR-llama38b"]
 NAMES = ["NISTRetrieval-instruct0", "NISTRetrieval-reason2", "Olz-multiprompt", "Olz-gpt4o",
          "RMITIR-llama70B", "TREMA-naiveBdecompose", "TREMA-sumdecompose", "h2oloo-zeroshot1",
          "h2oloo-fewself", "prophet-setting4", "willia-umbrela1", "willia-umbrela3"]
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
-            "chrome", "headless_shell")
 PROBE = """<script>
 window.addEventListener("load", function () {
   var doc = document.documentElement;
@@ -48,14 +45,6 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-def _browser() -> str:
-    for name in BROWSERS:
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.skip("no Chromium/Chrome binary found (apt-get install chromium to run this test)")
-
-
 def test_the_judges_page_fits_1280_px_and_answers_on_the_first_screen(tmp_path: Path) -> None:
     binary = _browser()
     rng = np.random.default_rng(2)
@@ -70,12 +59,8 @@ def test_the_judges_page_fits_1280_px_and_answers_on_the_first_screen(tmp_path: 
     probed = tmp_path / "probe.html"
     probed.write_text(html.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"),
                       encoding="utf-8")
-    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}",
-           "--virtual-time-budget=10000", "--window-size=1280,900", "--dump-dom",
-           probed.as_uri()]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    done = _chromium(binary, tmp_path / "profile", "--virtual-time-budget=10000",
+                     "--window-size=1280,900", "--dump-dom", probed.as_uri())
     found = re.search(r'<pre id="judges-probe">(.*?)</pre>', done.stdout, re.S)
     assert found, done.stderr[-2000:]
     layout = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
