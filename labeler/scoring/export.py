@@ -20,14 +20,27 @@ Usage::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from labeler.errors import ConfigError
+from labeler.scoring.measures import Measure
 
-if TYPE_CHECKING:
-    from labeler.scoring.results import ScoreResult
+
+class ScoreResult(Protocol):
+    """What is converted: a :class:`~labeler.scoring.results.ScoreResult`."""
+
+    @property
+    def ideal(self) -> str: ...
+
+    @property
+    def gain(self) -> str: ...
+
+    @property
+    def measures(self) -> list[Measure]: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 __all__ = ["ranx_metric", "to_ir_measures", "to_ranx"]
 
