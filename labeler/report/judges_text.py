@@ -74,7 +74,8 @@ def _answer(board: Leaderboard) -> list[str]:
     m = board.versus_method or {}
     what = "whole queries" if m.get("unit") == "query" else "pairs"
     others = board.not_shown_worse[1:]
-    worse = len(board.versus_best) - len(others)
+    shown_worse = [v["judge"] for v in board.versus_best if v["worse"]]
+    worse = len(shown_worse)
     lines = _wrap(f"gap: {best}'s alpha minus the judge's, on the same pairs; its 95% CI and "
                   f"p from {m.get('n_resamples')} paired bootstrap resamples of {what} (seed "
                   f"{m.get('seed')}), p Holm-adjusted over the {len(board.versus_best)} "
@@ -82,8 +83,9 @@ def _answer(board: Leaderboard) -> list[str]:
     if others:
         lines += _wrap(f"Not shown worse than the best ({best}): {', '.join(others)} "
                        f"({len(others)} of {len(board.versus_best)}); "
-                       + ("none is worse." if not worse else "the other one is worse."
-                          if worse == 1 else f"the other {worse} are worse."))
+                       + ("none is worse." if not worse else
+                          f"the other one is worse: {shown_worse[0]}." if worse == 1 else
+                          f"the other {worse} are worse: {', '.join(shown_worse)}."))
     else:
         lines += _wrap(f"{best} is better than every other judge (each difference "
                        "significant after Holm).")
