@@ -39,6 +39,10 @@ Examples:
 @bootstrap_options()
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the bootstrap.")
+@click.option("--alpha", "alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True,
+              help="Significance level of the paired tests of the best judge against each "
+                   "other judge (Holm-adjusted over the comparisons).")
 @click.option("--top", type=click.IntRange(min=0), default=20, show_default=True,
               help="How many of the most disputed pairs to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
@@ -48,10 +52,14 @@ def judges_cmd(human_paths: tuple[str, ...], llm_specs: tuple[str, ...],
                run_paths: tuple[str, ...], k: int,
                grade_map_human: str | None, grade_map_llm: str | None,
                fmt: tuple[str, ...], bootstrap: int, bootstrap_unit: str,
-               seed: int, top: int, as_json: bool, report_dir: str | None) -> None:
+               seed: int, alpha: float, top: int, as_json: bool, report_dir: str | None
+               ) -> None:
     """Several judges' labels against the same human labels, ranked by Krippendorff's alpha.
 
-    Every judge is measured on the pairs that all of them and the humans judged.
+    Every judge is measured on the pairs that all of them and the humans judged. The best
+    judge is compared with each other judge on those pairs (the difference of alpha, a paired
+    bootstrap interval, Holm over the comparisons): the output says which judges are not shown
+    worse than the best.
     """
     from labeler import io
     from labeler.reconciliation.agreement import read_human
@@ -72,7 +80,7 @@ def judges_cmd(human_paths: tuple[str, ...], llm_specs: tuple[str, ...],
         runs = io.read_runs(list(run_paths), formats["run"]) if run_paths else None
     board = leaderboard(human=human, llm=sets, runs=runs, k=k, bootstrap=bootstrap, seed=seed,
                         unit=bootstrap_unit, top=top,  # type: ignore[arg-type]
-                        progress=None)
+                        progress=None, alpha=alpha)
     echo_result(board, as_json)
     if report_dir:
         paths = write_judges_report(board, report_dir)
