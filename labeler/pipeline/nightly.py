@@ -72,6 +72,7 @@ class RunOutcome:
     comparison: Comparison | None = None
     scores: ScoreResult | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    certification: Any = None
 
     @property
     def label_summary(self) -> dict[str, Any]:
@@ -251,6 +252,14 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
         log.info("%d pairs over %d queries; %d runs", len(pairs), pairs["query_id"].nunique(),
                  0 if runs is None else runs["system"].nunique())
         check_ppi(cfg, pairs, human)
+        if cfg.statistics.certify:   # before any paid call: the design must be there
+            if cfg.human is None or runs is None:
+                raise ConfigError("[statistics] certify needs runs and a [human] sample drawn "
+                                  "by `labeler sample --unit query` (its design.json next to "
+                                  "the human qrels)")
+            from labeler.reconciliation.design import design_path as beside, read_design
+
+            read_design(beside(cfg.human.qrels))
 
     with _stage("label", timings):
         result = label_stage(cfg, pairs, progress)
@@ -287,6 +296,18 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
     if prev_id is not None:
         log.info("drift vs %s: %d of %d grades changed, %d threshold(s) crossed (drift.json)",
                  prev_id, drift.n_changed, drift.n_compared, len(drift.reasons))
+    certification = None
+    if cfg.statistics.certify and runs is not None and human is not None and cfg.human:
+        with _stage("certify", timings):
+            from labeler.reconciliation.certification import certify
+            from labeler.reconciliation.design import design_path
+
+            ok = records.loc[records[STATUS] == STATUS_OK, ["query_id", "chunk_id", "grade"]]
+            certification = certify(human=human, llm=ok, runs=runs,
+                                    design=design_path(cfg.human.qrels), alpha=stats.alpha,
+                                    k=cfg.k[0], gain=cfg.gain)
+            files["certify.json"] = io.write_json(certification.to_dict(),
+                                                  run_dir / "certify.json")
     if comparison is not None:
         with _stage("report", timings):
             from labeler.report.comparison import write_report
@@ -304,7 +325,7 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
     outcome = RunOutcome(run_dir=run_dir, files=files, manifest={}, drift=drift,
                          labels=result, reconciliation=rec, comparison=comparison,
-                         scores=scores, timings=timings)
+                         scores=scores, timings=timings, certification=certification)
     manifest = _manifest(cfg, config_path, run_dir, started, outcome, pairs, runs, result,
                          human)
     files["manifest.json"] = io.write_json(manifest, run_dir / "manifest.json")

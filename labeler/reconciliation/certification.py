@@ -203,7 +203,7 @@ def _ndcg(qrels: pd.DataFrame, run: pd.DataFrame, k: int, gain: str,
 
     if qrels.empty:
         return np.zeros((len(queries), len(systems)))
-    pq = evaluate(qrels, run, k=k, gain=gain, include_empty=True).per_query  # type: ignore[arg-type]
+    pq = evaluate(qrels, run, k=k, gain=gain, include_empty=True).per_query
     pq = pq.loc[pq["k"] == k] if "k" in pq.columns else pq
     wide = pq.pivot_table(index="query_id", columns="system", values="ndcg", aggfunc="first")
     return wide.reindex(index=queries, columns=systems).fillna(0.0).to_numpy(dtype="float64")

@@ -98,7 +98,7 @@ def predmix_bets(x: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
     t = np.arange(1, x.shape[-1] + 1, dtype="float64")
     mu = np.minimum((0.5 + np.cumsum(x, axis=-1)) / (t + 1), 1.0)
     sig = (0.25 + np.cumsum((x - mu) ** 2, axis=-1)) / (t + 1)
-    prev = np.concatenate([np.full(x.shape[:-1] + (1,), 0.25), sig[..., :-1]], axis=-1)
+    prev = np.concatenate([np.full((*x.shape[:-1], 1), 0.25), sig[..., :-1]], axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.sqrt(2 * math.log(1 / alpha) / (t * np.log1p(t) * prev))
     return np.nan_to_num(lam, nan=0.0, posinf=0.0)
