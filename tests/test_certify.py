@@ -193,3 +193,45 @@ def test_without_a_design_it_says_how_to_make_one(job: dict[str, object],
     r = _cli("--human", str(tmp_path / "h.qrels"), "--llm", str(job["llm"]),
              "--run", str(RUNS[0]))
     assert r.exit_code == 2 and "labeler sample --unit query" in r.output
+
+
+def test_the_nightly_run_prints_the_certified_leaderboard(tmp_path: Path) -> None:
+    from labeler.demo import copy_sample
+    from labeler.reconciliation.design import Draw, QueryDesign, query_permutation
+    from labelkit import write_job
+
+    copy_sample(tmp_path / "data")
+    data = tmp_path / "data"
+    pairs = labeler.pool(str(data / "queries.tsv"), str(data / "corpus.jsonl"),
+                         labeler.read_runs(sorted(str(p) for p in (data / "runs").glob("*.run"))),
+                         depth=10)
+    human = io.read_qrels(data / "human.qrels")
+    order = query_permutation(sorted(pairs["query_id"].unique()), 0, 5)
+    # the people's sheet: every pooled pair of the design's first 5 queries (NIST grade, 0
+    # where NIST did not judge the passage)
+    sheet = pairs.loc[pairs["query_id"].isin(order[:5]), ["query_id", "chunk_id"]].merge(
+        human, on=["query_id", "chunk_id"], how="left").fillna({"grade": 0})
+    io.write_qrels(sheet.astype({"grade": int}), tmp_path / "sheet.qrels")
+    write_design(QueryDesign(seed=0, permutation=order, drawn=5, draws=[Draw(n=5)]),
+                 tmp_path / "design.json")
+    config = write_job(tmp_path, """\
+out_dir = "out"
+cache_dir = "cache"
+[inputs]
+queries = "data/queries.tsv"
+corpus = "data/corpus.jsonl"
+runs = ["data/runs/*.run"]
+depth = 10
+[judge]
+model = "lexical"
+[human]
+qrels = "sheet.qrels"
+bootstrap = 0
+[statistics]
+certify = true
+""")
+    done = CliRunner().invoke(main, ["run", str(config)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert "after 5 of 10 queries" in done.output and "confidence sequence" in done.output
+    run = tmp_path / "out" / (tmp_path / "out" / "latest.txt").read_text().strip()
+    assert set(json.loads((run / "certify.json").read_text())) == KEYS
