@@ -162,7 +162,8 @@ def test_one_stream_matches_confseq_hedged_capital_without_replacement() -> None
         x[:n], N=n_total, alpha=0.05, breaks=breaks, running_intersection=False,
         trunc_scale=0.5, theta=0.5)
     lo, hi = batch_cs(x[None], np.zeros((1, n_total)), np.zeros((1, n_total)),
-                      np.ones((1, n_total)), n=n, streams=("human",), running=False)
+                      np.ones((1, n_total)), n=n, streams=("human",), running=False,
+                      truncation=0.5)
     # confseq searches a grid of step 1/breaks and widens by one step
     assert np.all(ref_lo <= lo[0, 1:] + 1e-9) and np.all(lo[0, 1:] - ref_lo <= 2 / breaks)
     assert np.all(hi[0, 1:] <= ref_hi + 1e-9) and np.all(ref_hi - hi[0, 1:] <= 2 / breaks)

@@ -53,8 +53,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from labeler.errors import ConfigError, InputError
 
-TRUNCATION = 0.5
-"""Every betting factor stays at least ``1 − TRUNCATION`` (``confseq``'s ``trunc_scale``)."""
+TRUNCATION = 0.9
+"""Every betting factor stays at least ``1 − TRUNCATION`` (``confseq``'s ``trunc_scale``). Any value
+below 1 is valid; on DL 2019, 0.9 certified the best run of a clear-winner board about 5
+queries sooner than confseq's 0.5."""
 STREAMS: tuple[str, ...] = ("human", "residual")
 """The bet streams mixed: the human values alone, and the PPI residuals human − LLM."""
 _TOL = 1e-9
