@@ -43,7 +43,7 @@ import pandas as pd
 from scipy.special import stdtrit
 
 from labeler import io
-from labeler.reconciliation.certification import _pair_bounds
+from labeler.reconciliation.certification import pair_bounds, top_lists
 from labeler.scoring import results as scoring
 from labeler.statistics import planning
 from labeler.statistics.certify import batch_cs
@@ -75,15 +75,6 @@ def ndcg(qrels: pd.DataFrame, runs: pd.DataFrame, systems: list[str],
     return wide.reindex(index=queries, columns=systems).fillna(0.0).to_numpy(dtype=float)
 
 
-def top_lists(runs: pd.DataFrame, systems: list[str], queries: list[str]
-              ) -> list[list[tuple[str, ...] | None]]:
-    r = runs.sort_values(["system", "query_id", "score", "chunk_id"],
-                         ascending=[True, True, False, False], kind="stable")
-    tops = {(s, q): tuple(g["chunk_id"].head(K))
-            for (s, q), g in r.groupby(["system", "query_id"], sort=False)}
-    return [[tops.get((s, q)) for s in systems] for q in queries]
-
-
 def board(names: list[str], y: np.ndarray, yhat: np.ndarray,
           lists: list[list[tuple[str, ...] | None]], systems: list[str]
           ) -> tuple[np.ndarray, np.ndarray, list[list[tuple[str, ...] | None]]]:
@@ -112,7 +103,7 @@ def series(y: np.ndarray, yhat: np.ndarray, lists: list[list[tuple[str, ...] | N
         out.append((f"run{j}", y[:, j], np.where(has[:, j], yhat[:, j], 0.0),
                     np.zeros(len(y)), np.where(has[:, j], 1.0, 0.0)))
     for a, b in itertools.combinations(range(y.shape[1]), 2):
-        lo, hi = _pair_bounds(lists, has, a, b)
+        lo, hi = pair_bounds(lists, has, a, b)
         zero = lo == hi
         out.append((f"{a}-{b}", np.where(zero, 0.0, y[:, a] - y[:, b]),
                     np.where(zero, 0.0, yhat[:, a] - yhat[:, b]), lo, hi))
@@ -251,7 +242,7 @@ def main() -> None:
     runs = io.read_runs(sorted((args.data / "runs").glob("*.run")))
     systems = sorted(runs["system"].unique())
     queries = sorted(human["query_id"].unique())
-    lists = top_lists(runs, systems, queries)
+    lists = top_lists(runs, K, queries, systems)
     y_all = ndcg(human, runs, systems, queries)
     rows = []
     for j, (judge, (shift, sd)) in enumerate(JUDGES.items()):

@@ -209,10 +209,13 @@ def _ndcg(qrels: pd.DataFrame, run: pd.DataFrame, k: int, gain: str,
     return wide.reindex(index=queries, columns=systems).fillna(0.0).to_numpy(dtype="float64")
 
 
-def _top_lists(run: pd.DataFrame, k: int, queries: list[str], systems: list[str]
-               ) -> list[list[tuple[str, ...] | None]]:
+def top_lists(run: pd.DataFrame, k: int, queries: list[str], systems: list[str]
+              ) -> list[list[tuple[str, ...] | None]]:
     """Each run's top k of each query in trec_eval's order (score descending, then chunk id
-    descending); ``None`` where the run lacks the query."""
+    descending); ``None`` where the run lacks the query.
+
+    Usage: ``top_lists(io.as_runs("a.run"), 10, ["q1"], ["a"])``
+    """
     r = run.loc[run["query_id"].isin(set(queries))].sort_values(
         ["system", "query_id", "score", "chunk_id"], ascending=[True, True, False, False],
         kind="stable")
@@ -267,7 +270,7 @@ def certify(*, human: QrelsLike | Sequence[QrelsLike], llm: QrelsLike, runs: Run
     front = queries[:n]
     y = _ndcg(human_q.loc[human_q["query_id"].isin(set(front))], run, k, gain, front, systems)
     yhat = _ndcg(llm_q, run, k, gain, queries, systems)
-    lists = _top_lists(run, k, queries, systems)
+    lists = top_lists(run, k, queries, systems)
     has = np.array([[t is not None for t in row] for row in lists], dtype=bool)
     pairs_ix = list(itertools.combinations(range(len(systems)), 2))
     m = len(systems) + len(pairs_ix)
@@ -280,7 +283,7 @@ def certify(*, human: QrelsLike | Sequence[QrelsLike], llm: QrelsLike, runs: Run
     pair_cs = []
     bounds = {}
     for a, b in pairs_ix:
-        lo_b, hi_b = _pair_bounds(lists, has, a, b)
+        lo_b, hi_b = pair_bounds(lists, has, a, b)
         bounds[(a, b)] = (lo_b, hi_b)
         zero = lo_b == hi_b
         d_hat = np.where(zero, 0.0, yhat[:, a] - yhat[:, b])
@@ -308,10 +311,13 @@ def _verdict(cs: MeanCS) -> str:
     return "a-better" if lo > 0 else "b-better" if hi < 0 else "not-yet"
 
 
-def _pair_bounds(lists: list[list[tuple[str, ...] | None]], has: np.ndarray, a: int, b: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def pair_bounds(lists: list[list[tuple[str, ...] | None]], has: np.ndarray, a: int, b: int
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of NDCG_a − NDCG_b per query known before any label: 0 when both runs return
-    the same top k (or both lack the query), else [−1 if b has a list, 1 if a has one]."""
+    the same top k (or both lack the query), else [−1 if b has a list, 1 if a has one].
+
+    Usage: ``lo, hi = pair_bounds(top_lists(run, 10, queries, systems), has, 0, 1)``
+    """
     same = np.array([row[a] == row[b] for row in lists], dtype=bool)
     lo_b = np.where(same | ~has[:, b], 0.0, -1.0)
     hi_b = np.where(same | ~has[:, a], 0.0, 1.0)
