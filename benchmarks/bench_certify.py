@@ -9,9 +9,8 @@ noise, rounded and clipped to 0..3, seeded).
 
 Two boards: the three ICT runs (complete: they rank all 43 queries) and a clear-winner board
 of runs made of real rows: ICT-BERT2 and three runs that take, query by query, the ranking of
-a real submitted run (the first of a list of runs that ranks the query), the runner-up about
-0.15 behind (a run lacking a query elsewhere is what such mixtures avoid; queries where two
-of them take the same run's list are known zeros).
+a real submitted run (the first of a list of runs that ranks the query), the runner-up 0.12
+behind (queries where two of them take the same run's list are known zeros).
 
 Per board and judge it prints, with Monte-Carlo standard errors:
 
@@ -58,8 +57,8 @@ ICT = ["ICT-BERT2", "ICT-CKNRM_B", "ICT-CKNRM_B50"]
 BEST = "ICT-BERT2"
 # the clear-winner board's other runs: per query, the list of the first run that ranks it
 MIXES = {"mix-srch": ("srchvrs_ps_run1", "bm25tuned_p", "ICT-CKNRM_B50"),
-         "mix-unh-srch": ("UNH_exDL_bm25", "srchvrs_ps_run1", "ICT-CKNRM_B50"),
-         "mix-unh": ("UNH_exDL_bm25", "ICT-CKNRM_B50")}
+         "mix-unh-bert": ("UNH_exDL_bm25", "p_exp_bert", "ICT-CKNRM_B50"),
+         "mix-unh-bm25": ("UNH_exDL_bm25", "bm25tuned_p", "ICT-CKNRM_B50")}
 
 
 def simulated(human: pd.DataFrame, shift: float, sd: float, seed: int) -> pd.DataFrame:
