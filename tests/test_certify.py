@@ -231,8 +231,34 @@ bootstrap = 0
 [statistics]
 certify = true
 """)
+    checked = CliRunner().invoke(main, ["run", "--check", str(config)])
+    assert checked.exit_code == 0, checked.output
     done = CliRunner().invoke(main, ["run", str(config)], catch_exceptions=False)
     assert done.exit_code == 0, done.output
     assert "after 5 of 10 queries" in done.output and "confidence sequence" in done.output
     run = tmp_path / "out" / (tmp_path / "out" / "latest.txt").read_text().strip()
     assert set(json.loads((run / "certify.json").read_text())) == KEYS
+
+
+def test_the_nightly_check_asks_for_the_design_before_any_call(tmp_path: Path) -> None:
+    from labeler.demo import copy_sample
+    from labelkit import write_job
+
+    copy_sample(tmp_path / "data")
+    config = write_job(tmp_path, """\
+out_dir = "out"
+[inputs]
+queries = "data/queries.tsv"
+corpus = "data/corpus.jsonl"
+runs = ["data/runs/*.run"]
+[judge]
+model = "lexical"
+[human]
+qrels = "data/human.qrels"
+[statistics]
+certify = true
+""")
+    for args in (["run", "--check", str(config)], ["run", str(config)]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2 and "design.json" in r.output, r.output
+    assert not list((tmp_path / "out").glob("runs/*/labels.jsonl"))

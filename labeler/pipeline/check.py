@@ -105,7 +105,7 @@ def check_config(cfg: Config) -> CheckReport:
     """
     from labeler import io
     from labeler.judges import LEXICAL_NAMES
-    from labeler.pipeline.inputs import check_ppi, load_inputs
+    from labeler.pipeline.inputs import check_certify, check_ppi, load_inputs
     from labeler.judges.prompts import load_prompt
     from labeler.redact import redact
 
@@ -114,6 +114,7 @@ def check_config(cfg: Config) -> CheckReport:
                            grade_map=io.parse_grade_map(cfg.human.grade_map))
              if cfg.human is not None else None)
     check_ppi(cfg, pairs, human)
+    check_certify(cfg, runs)
     if cfg.judge.model not in LEXICAL_NAMES:
         load_prompt(cfg.judge.prompt)
     endpoint = ("the offline baseline" if cfg.judge.model in LEXICAL_NAMES else

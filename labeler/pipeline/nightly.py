@@ -41,7 +41,7 @@ from labeler.pipeline.drift import Drift, compute_drift
 from labeler.errors import ConfigError, Interrupted
 from labeler.schema import STATUS, STATUS_OK
 from labeler.pipeline.check import check_run
-from labeler.pipeline.inputs import check_judge, check_ppi, load_inputs
+from labeler.pipeline.inputs import check_certify, check_judge, check_ppi, load_inputs
 from labeler.pipeline.rundir import (INTERRUPTED, PARTIAL, finish_run_dir, hold_lock,
                                      latest_run, log_to_file, new_run_dir, set_latest)
 
@@ -252,14 +252,7 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
         log.info("%d pairs over %d queries; %d runs", len(pairs), pairs["query_id"].nunique(),
                  0 if runs is None else runs["system"].nunique())
         check_ppi(cfg, pairs, human)
-        if cfg.statistics.certify:   # before any paid call: the design must be there
-            if cfg.human is None or runs is None:
-                raise ConfigError("[statistics] certify needs runs and a [human] sample drawn "
-                                  "by `labeler sample --unit query` (its design.json next to "
-                                  "the human qrels)")
-            from labeler.reconciliation.design import design_path as beside, read_design
-
-            read_design(beside(cfg.human.qrels))
+        check_certify(cfg, runs)
 
     with _stage("label", timings):
         result = label_stage(cfg, pairs, progress)
