@@ -262,3 +262,14 @@ certify = true
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 2 and "design.json" in r.output, r.output
     assert not list((tmp_path / "out").glob("runs/*/labels.jsonl"))
+
+
+def test_the_top_is_certified_through_chains_of_certified_pairs() -> None:
+    from labeler.reconciliation.certification import _top_certified
+
+    order = ["a", "b", "c"]
+    assert _top_certified(order, 1, {("a", "b"), ("b", "c")})        # a > b > c: a > c too
+    assert _top_certified(order, 2, {("a", "b"), ("b", "c")})
+    assert not _top_certified(order, 1, {("a", "b")})                 # a against c unknown
+    assert not _top_certified(order, 2, {("a", "b"), ("a", "c")})     # b against c unknown
+    assert _top_certified(["solo"], 1, set())
