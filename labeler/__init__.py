@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from labeler.reconciliation.comparison import Comparison, compare
     from labeler.reconciliation.plan import Plan, plan
     from labeler.reconciliation.sheets import more_queries, sample_queries
+    from labeler.reconciliation.certification import Certification, certify
     from labeler.io import (read_corpus, read_labels, read_pairs, read_qrels, read_queries,
                             read_run, read_runs)
     from labeler.labelling.result import LabelResult
@@ -57,17 +58,19 @@ _LAZY: dict[str, str] = {
     "compare": "reconciliation.comparison", "Comparison": "reconciliation.comparison",
     "plan": "reconciliation.plan", "Plan": "reconciliation.plan",
     "sample_queries": "reconciliation.sheets", "more_queries": "reconciliation.sheets",
+    "certify": "reconciliation.certification", "Certification": "reconciliation.certification",
     "JudgeConfig": "settings",
     "StatsOptions": "statistics.options", "Significance": "statistics.verdicts",
     **{name: "io" for name in ("read_pairs", "read_queries", "read_corpus", "read_qrels",
                                "read_run", "read_runs", "read_labels")},
 }
 
-__all__ = ["AgreementReport", "Comparison", "ConfigError", "EndpointError", "InputError",
-           "JudgeConfig", "JudgeError", "LabelResult", "LabelerError", "Plan", "Reconciliation",
-           "ScoreResult", "Significance", "StatsOptions", "__version__", "compare", "label",
-           "more_queries", "plan", "pool", "read_corpus", "read_labels", "read_pairs", "read_qrels",
-           "read_queries", "read_run", "read_runs", "reconcile", "sample_queries", "score"]
+__all__ = ["AgreementReport", "Certification", "Comparison", "ConfigError", "EndpointError",
+           "InputError", "JudgeConfig", "JudgeError", "LabelResult", "LabelerError", "Plan",
+           "Reconciliation", "ScoreResult", "Significance", "StatsOptions", "__version__",
+           "certify", "compare", "label", "more_queries", "plan", "pool", "read_corpus",
+           "read_labels", "read_pairs", "read_qrels", "read_queries", "read_run", "read_runs",
+           "reconcile", "sample_queries", "score"]
 
 
 def __getattr__(name: str) -> Any:

@@ -88,6 +88,8 @@ def summary_text(outcome: RunOutcome) -> str:
         for tag, measures in outcome.scores.to_dict().get("runs", {}).items():
             lines.append(f"{tag}: " + ", ".join(f"{m} {fmt_num(v.get('mean'))}"
                                                 for m, v in measures.items()))
+    if outcome.certification is not None:
+        lines.extend(outcome.certification.to_text().rstrip("\n").splitlines())
     drift = outcome.drift
     if drift.previous is not None or drift.judge is not None:
         lines.extend(drift.to_text().splitlines())

@@ -110,7 +110,7 @@ def check_config(cfg: Config) -> CheckReport:
     """
     from labeler import io
     from labeler.judges import LEXICAL_NAMES
-    from labeler.pipeline.inputs import check_ppi, load_inputs
+    from labeler.pipeline.inputs import check_certify, check_ppi, load_inputs
     from labeler.judges.prompts import load_prompt
     from labeler.redact import redact
 
@@ -119,6 +119,7 @@ def check_config(cfg: Config) -> CheckReport:
                            grade_map=io.parse_grade_map(cfg.human.grade_map))
              if cfg.human is not None else None)
     check_ppi(cfg, pairs, human)
+    check_certify(cfg, runs)
     n_anchors = 0
     if cfg.drift.anchors is not None:
         from labeler.pipeline.anchors import read_anchors

@@ -141,10 +141,15 @@ def _statistics_fields() -> dict[str, Any]:
 
 
 class _StatisticsBase(_Section):
+    certify: bool = Field(
+        default=False, description="also print the certified leaderboard (`labeler certify`) "
+                                   "of the human sample, drawn by `labeler sample --unit query` "
+                                   "(its design.json next to the human qrels)")
+
     def options(self) -> StatsOptions:
         """These settings as the comparison's
         :class:`~labeler.statistics.options.StatsOptions`."""
-        return StatsOptions(**self.model_dump())
+        return StatsOptions(**self.model_dump(exclude={"certify"}))
 
 
 if TYPE_CHECKING:

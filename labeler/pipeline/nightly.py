@@ -42,7 +42,7 @@ from labeler.pipeline.drift import Drift, compute_drift
 from labeler.errors import ConfigError, Interrupted
 from labeler.schema import STATUS, STATUS_OK
 from labeler.pipeline.check import check_run
-from labeler.pipeline.inputs import check_judge, check_ppi, load_inputs
+from labeler.pipeline.inputs import check_certify, check_judge, check_ppi, load_inputs
 from labeler.pipeline.rundir import (INTERRUPTED, PARTIAL, finish_run_dir, hold_lock,
                                      latest_run, log_to_file, new_run_dir, set_latest)
 
@@ -73,6 +73,7 @@ class RunOutcome:
     comparison: Comparison | None = None
     scores: ScoreResult | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    certification: Any = None
 
     @property
     def label_summary(self) -> dict[str, Any]:
@@ -261,6 +262,7 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
         log.info("%d pairs over %d queries; %d runs", len(pairs), pairs["query_id"].nunique(),
                  0 if runs is None else runs["system"].nunique())
         check_ppi(cfg, pairs, human)
+        check_certify(cfg, runs)
         anchors = None
         if cfg.drift.anchors is not None:
             from labeler.pipeline.anchors import read_anchors
@@ -316,6 +318,18 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
     if prev_id is not None:
         log.info("drift vs %s: %d of %d grades changed, %d threshold(s) crossed (drift.json)",
                  prev_id, drift.n_changed, drift.n_compared, len(drift.reasons))
+    certification = None
+    if cfg.statistics.certify and runs is not None and human is not None and cfg.human:
+        with _stage("certify", timings):
+            from labeler.reconciliation.certification import certify
+            from labeler.reconciliation.design import design_path
+
+            ok = records.loc[records[STATUS] == STATUS_OK, ["query_id", "chunk_id", "grade"]]
+            certification = certify(human=human, llm=ok, runs=runs,
+                                    design=design_path(cfg.human.qrels), alpha=stats.alpha,
+                                    k=cfg.k[0], gain=cfg.gain)
+            files["certify.json"] = io.write_json(certification.to_dict(),
+                                                  run_dir / "certify.json")
     if comparison is not None:
         with _stage("report", timings):
             from labeler.report.comparison import write_report
@@ -334,7 +348,7 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
     outcome = RunOutcome(run_dir=run_dir, files=files, manifest={}, drift=drift,
                          labels=result, reconciliation=rec, comparison=comparison,
-                         scores=scores, timings=timings)
+                         scores=scores, timings=timings, certification=certification)
     manifest = _manifest(cfg, config_path, run_dir, started, outcome, pairs, runs, result,
                          human)
     files["manifest.json"] = io.write_json(manifest, run_dir / "manifest.json")

@@ -25,10 +25,12 @@ _NAMES = {
     "combine_human": "labelled",
     "Plan": "plan",
     "propose_sample": "sample",
+    "certify": "certification",
+    "Certification": "certification",
 }
-__all__ = ["AgreementReport", "Calibration", "Comparison", "Leaderboard", "Plan",
-           "Reconciliation", "combine_human", "compare", "labelled_queries", "more_queries",
-           "propose_sample", "reconcile", "sample_queries"]
+__all__ = ["AgreementReport", "Calibration", "Certification", "Comparison", "Leaderboard",
+           "Plan", "Reconciliation", "certify", "combine_human", "compare", "labelled_queries",
+           "more_queries", "propose_sample", "reconcile", "sample_queries"]
 # agreement(), calibrate(), blend(), leaderboard() and plan() are reached through their modules
 # (labeler.reconciliation.agreement.agreement ...): a package attribute named like a submodule
 # becomes that submodule once it is imported.
