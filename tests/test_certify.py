@@ -146,7 +146,7 @@ def test_partly_labelled_queries_are_refused(job: dict[str, object], tmp_path: P
     r = _cli("--human", str(tmp_path / "half.qrels"), "--llm", str(job["llm"]),
              *[a for p in RUNS for a in ("--run", str(p))], "--design", str(job["design"]))
     assert r.exit_code == 2
-    assert "5 queries are partly labelled" in r.output and "--unit query" in r.output
+    assert "5 queries are only partly labelled" in r.output and "--unit query" in r.output
 
 
 def test_two_different_grades_of_a_pair_across_sheets_are_refused(
@@ -160,7 +160,7 @@ def test_two_different_grades_of_a_pair_across_sheets_are_refused(
     r = _cli("--human", str(tmp_path / "design_a.qrels"), "--human",
              str(tmp_path / "design_b.qrels"), "--llm", str(job["llm"]),
              *[a for p in RUNS for a in ("--run", str(p))], "--design", str(job["design"]))
-    assert r.exit_code == 2 and "two different human grades" in r.output
+    assert r.exit_code == 2 and "the human label files disagree" in r.output
 
 
 def test_a_run_given_twice_is_an_exact_known_zero(job: dict[str, object]) -> None:

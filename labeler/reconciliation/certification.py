@@ -32,6 +32,7 @@ from labeler import io
 from labeler.errors import ConfigError, InputError
 from labeler.io.edges import QrelsLike, RunsLike
 from labeler.reconciliation.design import QueryDesign, _some, design_path, read_design
+from labeler.reconciliation.labelled import combine_human, query_coverage
 from labeler.statistics.certify import MeanCS, batch_cs, mean_cs
 
 VERDICTS: tuple[str, ...] = ("a-better", "b-better", "not-yet")
@@ -121,46 +122,6 @@ class Certification:
 
 # ---------------------------------------------------------------------- inputs
 
-def read_sheets(human: QrelsLike | Sequence[QrelsLike]) -> pd.DataFrame:
-    """Human labels from one source or several (the sheets of one design), read together; a
-    pair graded twice the same way counts once, two different grades are an error.
-
-    Usage: ``read_sheets(["sheet1.csv", "sheet2.csv"])``
-    """
-    sources = list(human) if isinstance(human, (list, tuple)) else [human]
-    if not sources:
-        raise InputError("no human labels given")
-    frames = []
-    for src in sources:
-        df = io.as_qrels(src, any_grade=True)[["query_id", "chunk_id", "grade"]].copy()
-        df["_src"] = (str(src) if isinstance(src, (str, os.PathLike)) else
-                      str(getattr(src, "attrs", {}).get("path", "<human labels>")))
-        frames.append(df)
-    df = pd.concat(frames, ignore_index=True)
-    clash = df.groupby(["query_id", "chunk_id"], sort=False)["grade"].nunique() > 1
-    if clash.any():
-        q, c = clash[clash].index[0]
-        where = sorted(set(df.loc[(df["query_id"] == q) & (df["chunk_id"] == c), "_src"]))
-        raise InputError(f"the pair (query {q}, chunk {c}) has two different human grades "
-                         f"({' and '.join(where)}); keep one", path=where[0])
-    return df.drop_duplicates(["query_id", "chunk_id"]).drop(columns="_src").reset_index(
-        drop=True)
-
-
-def partly_labelled(human: pd.DataFrame, llm: pd.DataFrame) -> list[str]:
-    """The queries with human labels that do not cover every pair the LLM labels of that
-    query cover (a query counts as human-labelled only when they do).
-
-    Usage: ``partly_labelled(read_sheets("sheet.csv"), io.as_qrels("labels.jsonl"))``
-    """
-    h = set(zip(human["query_id"].astype(str), human["chunk_id"].astype(str)))
-    queries = set(human["query_id"].astype(str))
-    lq = llm.loc[llm["query_id"].astype(str).isin(queries)]
-    missing = {q for q, c in zip(lq["query_id"].astype(str), lq["chunk_id"].astype(str))
-               if (q, c) not in h}
-    return sorted(missing)
-
-
 def labelled_front(design: QueryDesign, labelled: set[str],
                    source: str | os.PathLike[str] | None = None) -> int:
     """How many queries from the front of the design's order are labelled; the labelled
@@ -247,19 +208,16 @@ def certify(*, human: QrelsLike | Sequence[QrelsLike], llm: QrelsLike, runs: Run
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ConfigError(f"top must be a whole number of runs, at least 1, got {top!r}")
     plan, source = _design(design, human)
-    human_q = read_sheets(human)
+    human_q = combine_human(list(human) if isinstance(human, (list, tuple)) else [human])
     llm_q = io.as_qrels(llm, any_grade=True)
     run = io.as_runs(runs)
     if run.empty:
         raise InputError("no run rows to certify")
     systems = [str(s) for s in dict.fromkeys(run["system"])]
     queries = list(plan.permutation)
-    partial = partly_labelled(human_q.loc[human_q["query_id"].isin(set(queries))], llm_q)
-    if partial:
-        raise InputError(f"{len(partial)} queries are partly labelled ({_some(partial)}): "
-                         f"their human labels do not cover every pair the LLM labels cover. "
-                         f"A query counts as labelled only as a whole; `labeler sample --unit "
-                         f"query` draws whole queries", path=source)
+    cov = query_coverage(human_q.loc[human_q["query_id"].isin(set(queries))], llm_q)
+    if cov.partial:
+        raise InputError(cov.message("certify"))
     labelled = set(human_q["query_id"].astype(str))
     n = labelled_front(plan, labelled, source)
     notes = []
