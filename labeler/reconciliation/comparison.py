@@ -130,8 +130,10 @@ class Comparison:
 
     @property
     def headline(self) -> str:
-        """One sentence: which run is best under human labels, how surely, and what the LLM
-        labels do to that."""
+        """One sentence: which run is best under human labels (with ``--ppi``: by the PPI
+        estimates, naming the best set), how surely, and what the LLM labels do to that."""
+        if self.significance.options.ppi:
+            return str(self.to_dict()["headline"])
         from labeler.statistics.verdicts import headline
         return headline(self.runs, self.significance)
 
@@ -149,12 +151,13 @@ class Comparison:
             item["shared"] = {"human": _num(r.shared_human), "llm": _num(r.shared_llm)}
             if sig.options.ppi:
                 item["ppi"] = sig.run_ppi(system)
+                item["labelled"] = _labelled_item(r)
             runs[system] = item
         per_query: dict[str, dict[str, dict[str, float | None]]] = {s: {} for s in self.systems}
         for r in self.per_query.itertuples():
             per_query[r.system][r.query_id] = {"human": _num(r.human), "llm": _num(r.llm),
                                                "delta": _num(r.delta)}
-        return {
+        out: dict[str, Any] = {
             "k": self.k,
             "measure": self.label,
             "runs": runs,
@@ -165,7 +168,7 @@ class Comparison:
                 ppi={s: (r.get("ppi") or {}).get("estimate") for s, r in runs.items()}),
             "pairs": sig.pairs_to_dicts(),
             "verdicts": sig.counts,
-            "headline": self.headline,
+            "headline": None if sig.options.ppi else self.headline,
             "shared_queries": sig.n_shared,
             "statistics": {**sig.options.to_dict(), "pairs": sig.pair_mode, "level": 0.95,
                            "planning": sig.planning_line(), "notes": list(sig.notes),
@@ -193,6 +196,10 @@ class Comparison:
                  "ideal": _num(r.ideal)}
                 for r in self.most_changed.itertuples()],
         }
+        if sig.options.ppi:  # PPI's headline reads the runs, pairs and ranking above
+            from labeler.statistics.words import ppi_headline
+            out["headline"] = ppi_headline(out)
+        return out
 
     def ideal_summary(self) -> dict[str, Any]:
         """``{"mean", "median", "n_queries"}`` of :attr:`ideal` (the ``ideal_ranking_change``
@@ -221,6 +228,14 @@ class Comparison:
         from labeler.report.notebook import comparison_html
 
         return comparison_html(self)
+
+
+def _labelled_item(r: Any) -> dict[str, Any]:
+    """``runs.<tag>.labelled`` of the JSON: both label sets on the run's human-labelled
+    queries (``delta`` = LLM − human there)."""
+    h, m = _num(r.labelled_human), _num(r.labelled_llm)
+    return {"n": int(r.n_labelled), "human": h, "llm": m,
+            "delta": None if h is None or m is None else m - h}
 
 
 # ---------------------------------------------------------------------- public API
@@ -276,6 +291,9 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
     ideal = _ideal_ranking(human_q, llm_q, set(run["query_id"]), k, gain)
     sig = _significance(per_query, systems, run, human_q, llm_q, stats, complete, progress)
     table = _with_shared(table, sig)
+    if sig.options.ppi:
+        table = _with_labelled(table, per_query, _ppi_population(systems, run, llm_q, complete),
+                               set(human_q["query_id"]))
     tau, rho = _correlations(table)
     swaps, n_pairs = _swaps(table)
     return Comparison(
@@ -314,12 +332,7 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
     from labeler.statistics.verdicts import StatsOptions, significance
 
     options = options or StatsOptions()
-    population: dict[str, set[str]] | None = None
-    if options.ppi:
-        llm_queries = set(llm["query_id"])
-        population = ({str(s): llm_queries for s in systems} if complete else
-                      {str(s): set(q) & llm_queries
-                       for s, q in run.groupby("system", sort=False)["query_id"]})
+    population = _ppi_population(systems, run, llm, complete) if options.ppi else None
     sig = significance(per_query, systems, options=options, ppi_population=population,
                        ppi_labelled=set(human["query_id"]), progress=progress)
     if options.ppi and sig.ppi_runs is not None and all(
@@ -334,6 +347,37 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
     return sig
 
 
+def _ppi_population(systems: list[str], run: pd.DataFrame, llm: pd.DataFrame,
+                    complete: bool) -> dict[str, set[str]]:
+    """Each run's PPI population: its queries that the LLM labels cover (with ``complete``,
+    every query the LLM labels cover)."""
+    llm_queries = set(llm["query_id"])
+    if complete:
+        return {str(s): llm_queries for s in systems}
+    return {str(s): set(q) & llm_queries
+            for s, q in run.groupby("system", sort=False)["query_id"]}
+
+
+def _with_labelled(table: pd.DataFrame, per_query: pd.DataFrame,
+                   population: dict[str, set[str]], labelled: set[str]) -> pd.DataFrame:
+    """The run table with both label sets' means over each run's human-labelled queries —
+    the queries PPI corrects with, valued as PPI values them (a query a label set gives no
+    relevant chunk counts 0): ``n_labelled, labelled_human, labelled_llm``. Their difference
+    compares the two label sets on the same queries, which the run's plain means (over
+    different query sets when humans label a sample) do not."""
+    values = per_query.set_index(["system", "query_id"])[["human", "llm"]]
+    n, h, m = [], [], []
+    for system in table["system"]:
+        queries = sorted(population.get(str(system), set()) & labelled)
+        index = pd.MultiIndex.from_product([[system], queries], names=["system", "query_id"])
+        got = values.reindex(index).fillna(0.0)
+        n.append(len(queries))
+        h.append(float(got["human"].mean()) if queries else math.nan)
+        m.append(float(got["llm"].mean()) if queries else math.nan)
+    return table.assign(n_labelled=np.asarray(n, dtype="int64"), labelled_human=h,
+                        labelled_llm=m)
+
+
 def _advice(per_query: pd.DataFrame, sig: Significance, run: pd.DataFrame,
             human: pd.DataFrame, llm: pd.DataFrame,
             complete: bool = False) -> tuple[dict[str, Any], ...]:
@@ -343,10 +387,7 @@ def _advice(per_query: pd.DataFrame, sig: Significance, run: pd.DataFrame,
 
     population = labelled = None
     if sig.options.ppi:
-        llm_queries = set(llm["query_id"])
-        population = ({str(s): llm_queries for s in dict.fromkeys(run["system"])} if complete
-                      else {str(s): set(q) & llm_queries
-                            for s, q in run.groupby("system", sort=False)["query_id"]})
+        population = _ppi_population(list(dict.fromkeys(run["system"])), run, llm, complete)
         labelled = set(human["query_id"])
     return resolve_advice(per_query, sig.pairs_to_dicts(), population=population,
                           labelled=labelled)
