@@ -68,7 +68,8 @@ def ppi_runs(data: Mapping[str, Any]) -> list[dict[str, Any]]:
             "n_total": (None if n_lab is None or p.get("n_unlabelled") is None
                         else int(n_lab) + int(p["n_unlabelled"])),
             "rank_ppi": rank_ppi.get(tag), "rank_llm": rank_llm.get(tag)})
-    rows.sort(key=lambda x: (x["estimate"] is None, -(x["estimate"] or 0.0), x["system"]))
+    rows.sort(key=lambda x: (x["estimate"] is None, -float(x["estimate"] or 0.0),
+                             str(x["system"])))
     return rows
 
 

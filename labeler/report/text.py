@@ -297,9 +297,10 @@ def ranking_lines(ranking: Mapping[str, Any], scope: str | None = None) -> list[
     tops = ", ".join(f"top {k} {with_ci(v, top_cis.get(k), share=True)}"
                      for k, v in overlap.items() if v is not None)
     where = f" {scope}" if scope else ""
+    tau = with_ci(ranking.get("kendall_tau"), cis.get("kendall_tau"))
     lines.append(f"LLM order against the human order{where}: AP correlation "
                  f"{with_ci(ranking.get('tau_ap'), cis.get('tau_ap'))} (errors at the top weigh "
-                 f"more), Kendall's tau {with_ci(ranking.get('kendall_tau'), cis.get('kendall_tau'))}"
+                 f"more), Kendall's tau {tau}"
                  + (f"; shared runs in the {tops}" if tops else "")
                  + ("; 95% intervals from resamples of whole queries" if cis else "") + ".")
     return lines

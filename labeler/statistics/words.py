@@ -121,8 +121,7 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
     labelled by people at random, the best run is one of A and B (...); ..."``
     """
     runs: Mapping[str, Mapping[str, Any]] = data.get("runs") or {}
-    est = {t: _finite((r.get("ppi") or {}).get("estimate")) for t, r in runs.items()}
-    est = {t: v for t, v in est.items() if v is not None}
+    est = _finite_values({t: (r.get("ppi") or {}).get("estimate") for t, r in runs.items()})
     if not runs:
         return "No run to compare."
     scope = _ppi_scope(runs)
@@ -131,7 +130,7 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
     leader = min(est, key=lambda t: (-est[t], t))
     if len(runs) < 2:
         return f"{scope}: only one run ({leader}), so there is no order to compare."
-    best = (data.get("ranking") or {}).get("best_set")
+    best: list[str] = list((data.get("ranking") or {}).get("best_set") or [])
     resolved = []  # (winner, loser) of every pair PPI resolves
     for p in data.get("pairs") or ():
         v = (p.get("ppi") or {}).get("verdict")
@@ -150,11 +149,10 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
                     " by a real difference" if ahead else
                     ", but no difference between it and another run is real at this sample "
                     "size (no evidence of a difference, which is not evidence of none)"))
-    llm = {t: _finite(r.get("llm")) for t, r in runs.items()}
-    llm = {t: v for t, v in llm.items() if v is not None}
+    llm = _finite_values({t: r.get("llm") for t, r in runs.items()})
     if llm:
         llm_first = min(llm, key=lambda t: (-llm[t], t))
-        inside = best and llm_first in best
+        inside = bool(best) and llm_first in best
         second = (f"the LLM labels alone also put {llm_first} first" if (
             (best and len(best) == 1 and inside) or (not best and llm_first == leader)) else
             f"the LLM labels alone put {llm_first} first"
@@ -165,8 +163,8 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
     if not resolved:
         third = "and PPI shows no difference between two runs real at this sample size"
     elif reversed_:
-        third = (f"and reverse {reversed_} of the {_plural(len(resolved), 'difference', 'differences')}"
-                 " PPI shows real")
+        what = _plural(len(resolved), "difference", "differences")
+        third = f"and reverse {reversed_} of the {what} PPI shows real"
     else:
         third = ("and agree with " + ("the one difference" if len(resolved) == 1 else
                                       f"all {len(resolved)} differences") + " PPI shows real")
@@ -194,6 +192,16 @@ def _ppi_scope(runs: Mapping[str, Mapping[str, Any]]) -> str:
 
 def _few(names: list[str], most: int = 8) -> list[str]:
     return names if len(names) <= most else [*names[:most], f"{len(names) - most} more"]
+
+
+def _finite_values(values: Mapping[str, Any]) -> dict[str, float]:
+    """The finite ones of ``values``, as floats."""
+    out = {}
+    for tag, v in values.items():
+        f = _finite(v)
+        if f is not None:
+            out[tag] = f
+    return out
 
 
 def _finite(value: Any) -> float | None:
