@@ -147,35 +147,45 @@ def _leniency(delta: Any) -> str:
 def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
              judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None
              ) -> dict[str, Any]:
+    from labeler.report import ppi_text
     from labeler.report.text import (
-        VERDICT_WORDS, by_human_rank, ppi_words, ranking_lines, scope_line, swap_significance,
-        test_words,
+        VERDICT_WORDS, by_human_rank, ppi_verdicts_line, ppi_words, ranking_lines, scope_line,
+        swap_significance, test_words,
     )
 
     per_query = c.per_query
     sig = c.significance
+    data = c.to_dict()
+    has_ppi = bool(sig.options.ppi)
     runs = []
     for r in by_human_rank(c.runs).to_dict("records"):
         runs.append({**r, "human_ci": sig.run_ci(r["system"], "human"),
                      "llm_ci": sig.run_ci(r["system"], "llm"),
-                     "leniency": _leniency(r["delta"]), "ppi": sig.run_ppi(r["system"])})
+                     "leniency": _leniency(r["delta"]), "ppi": sig.run_ppi(r["system"]),
+                     "human_only_ci": data["runs"].get(str(r["system"]), {}).get("human_only_ci")})
     pairs = [{**p, "ppi": p.get("ppi")} for p in sig.pairs_to_dicts()]
     return {
         "title": title, "k": c.k, "label": c.label, "gain": c.gain,
         "include_empty": c.include_empty,
-        "runs": runs, "headline": c.headline,
-        "verdicts_line": f"Verdicts {sig.counts_line()} ({test_words(sig)})",
+        "runs": runs, "headline": data["headline"],
+        "verdicts_line": (ppi_verdicts_line(data, sig.options.alpha) if has_ppi else
+                          f"Verdicts {sig.counts_line()} ({test_words(sig)})"),
         "counts": sig.counts, "pairs": pairs, "alpha": sig.options.alpha,
-        "test_words": test_words(sig), "has_ppi": sig.options.ppi,
+        "test_words": test_words(sig), "has_ppi": has_ppi,
+        "ppi_runs": ppi_text.ppi_runs(data) if has_ppi else [],
+        "ppi_scope": ppi_text.ppi_scope_line(data) if has_ppi else "",
+        "resolved": ppi_text.resolved_pairs(data) if has_ppi else [],
+        "t_counts_line": f"verdicts {sig.counts_line()} ({test_words(sig)})",
         "scope_line": scope_line(c), "verdict_words": VERDICT_WORDS,
         "pairs_words": PAIRS_WORDS[sig.pair_mode],
         "ppi_words": ppi_words(sig) if sig.options.ppi else "",
         "planning": sig.planning_line(), "stat_notes": list(sig.notes),
         "advice": [dict(a) for a in getattr(c, "advice", ())],
         "tau": c.kendall_tau, "rho": c.spearman_rho, "n_runs": len(c.runs),
-        "ranking_lines": ranking_lines(c.to_dict()["ranking"]),
-        "order_human": c.order_human, "order_llm": c.order_llm,
-        "swaps": c.swaps, "n_pairs": c.n_pairs, "swap_note": swap_significance(c),
+        "ranking_lines": ranking_lines(data["ranking"], ppi_text.rank_scope(data)),
+        **(_ppi_order_context(data) if has_ppi else {
+            "order_human": c.order_human, "order_llm": c.order_llm, "swaps": c.swaps,
+            "n_pairs": c.n_pairs, "swap_note": swap_significance(c)}),
         "ideal": c.ideal_summary(), "ideal_rows": c.ideal.to_dict("records"),
         "most_changed": c.most_changed.to_dict("records"),
         "per_query": per_query.head(MAX_TABLE_ROWS).to_dict("records"),
@@ -186,6 +196,19 @@ def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
         "drift": dict(drift) if drift else None,
         "top_runs": TOP_RUNS,
     }
+
+
+def _ppi_order_context(data: Mapping[str, Any]) -> dict[str, Any]:
+    """With PPI, the orders and swaps the report shows: by PPI estimate against by LLM mean."""
+    from labeler.report import ppi_text
+
+    by_ppi, by_llm = ppi_text.ppi_order(data)
+    swaps = [{"human_first": s["ppi_first"], "llm_first": s["llm_first"], "human": s["ppi"],
+              "llm": s["llm"], "verdict": s["verdict"]} for s in ppi_text.ppi_swaps(data)]
+    n = sum(1 for r in ppi_text.ppi_runs(data) if r["estimate"] is not None
+            and r["llm"] is not None)
+    return {"order_human": by_ppi, "order_llm": by_llm, "swaps": swaps,
+            "n_pairs": n * (n - 1) // 2, "swap_note": ppi_text.ppi_swap_note(data)}
 
 
 def _env(autoescape: bool) -> jinja2.Environment:

@@ -22,8 +22,8 @@ from typing import Any
 from labeler import fmt
 from labeler.report.escape import plain
 
-__all__ = ["BEST_SET_WORDS", "MAX_RESOLVED_LINES", "best_set_line", "ppi_runs",
-           "ppi_scope_line", "ppi_swap_line", "ppi_swaps", "ppi_table_lines",
+__all__ = ["BEST_SET_WORDS", "MAX_RESOLVED_LINES", "best_set_line", "ppi_order", "ppi_runs",
+           "ppi_scope_line", "ppi_swap_line", "ppi_swap_note", "ppi_swaps", "ppi_table_lines",
            "rank_scope", "resolved_lines", "resolved_pairs"]
 
 MAX_RESOLVED_LINES = 50
@@ -123,9 +123,35 @@ def ppi_swaps(data: Mapping[str, Any]) -> list[dict[str, Any]]:
         for b in rows[i + 1:]:
             if (a["estimate"] - b["estimate"]) * (a["llm"] - b["llm"]) < 0:
                 out.append({"ppi_first": a["system"], "llm_first": b["system"],
+                            "ppi": (a["estimate"], b["estimate"]), "llm": (a["llm"], b["llm"]),
                             "verdict": "real" if (a["system"], b["system"]) in real
                             else "unresolved"})
     return out
+
+
+def ppi_order(data: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The runs best first by PPI estimate, and by LLM mean (missing values last)."""
+    rows = ppi_runs(data)
+    by_llm = sorted(rows, key=lambda r: (r["llm"] is None, -float(r["llm"] or 0.0),
+                                         str(r["system"])))
+    return [r["system"] for r in rows], [r["system"] for r in by_llm]
+
+
+def ppi_swap_note(data: Mapping[str, Any]) -> str:
+    """Whether the swaps are real by the PPI pair verdicts, as a sentence without its final
+    period; ``""`` without swaps."""
+    swaps = ppi_swaps(data)
+    n = len(swaps)
+    real = [s for s in swaps if s["verdict"] == "real"]
+    if not swaps:
+        return ""
+    if not real:
+        who = {1: "The swap is not", 2: "Neither swap is"}.get(n, "None of the swaps is")
+        return f"{who} a real difference by PPI (Holm-adjusted): no evidence either way"
+    which = ", ".join(f"{plain(s['ppi_first'])} > {plain(s['llm_first'])}" for s in real[:10])
+    return (f"PPI shows {len(real)} of {'it' if n == 1 else 'them'} real ({which}"
+            f"{' …' if len(real) > 10 else ''}): there the LLM labels put the runs the wrong "
+            f"way round")
 
 
 def ppi_swap_line(data: Mapping[str, Any]) -> str:
@@ -139,16 +165,8 @@ def ppi_swap_line(data: Mapping[str, Any]) -> str:
                 "way." if n_pairs else "Fewer than two runs have a PPI estimate.")
     names = ", ".join(f"{plain(s['ppi_first'])} ↔ {plain(s['llm_first'])}" for s in swaps[:10])
     more = f" and {n - 10} more" if n > 10 else ""
-    real = [s for s in swaps if s["verdict"] == "real"]
-    head = (f"{n} of {n_pairs} run pairs swap places between the PPI estimates and the LLM "
-            f"means: {names}{more}.")
-    if not real:
-        who = {1: "The swap is not", 2: "Neither swap is"}.get(n, "None of the swaps is")
-        return f"{head} {who} a real difference by PPI (Holm-adjusted): no evidence either way."
-    which = ", ".join(f"{plain(s['ppi_first'])} > {plain(s['llm_first'])}" for s in real[:10])
-    return (f"{head} PPI shows {len(real)} of them real ({which}"
-            f"{' …' if len(real) > 10 else ''}): there the LLM labels put the runs the wrong "
-            f"way round.")
+    return (f"{n} of {n_pairs} run pairs swap places between the PPI estimates and the LLM "
+            f"means: {names}{more}. {ppi_swap_note(data)}.")
 
 
 def ppi_scope_line(data: Mapping[str, Any]) -> str:
