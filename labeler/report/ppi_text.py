@@ -206,7 +206,7 @@ def _join(parts: Sequence[str]) -> str:
 def ppi_table_lines(data: Mapping[str, Any], label: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the terminal's PPI runs table."""
     header = ["run", f"human {label}, PPI [95% CI]", "human on labelled", "llm on labelled",
-              "delta", f"llm {label}, all [95% CI]", "rank P→L", "labelled"]
+              "delta", f"llm {label}, all [95% CI]", "rank PPI→LLM", "labelled"]
     rows = []
     for r in ppi_runs(data):
         human = (f"{fmt.num(r['estimate'])} {fmt.interval(r['ci'])}" if r["ci"] else

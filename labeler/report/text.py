@@ -35,7 +35,7 @@ def render_text(comparison: ComparisonView) -> str:
     ppi = bool(sig.options.ppi)
     by = f"@{c.k}" if c.measure is None else f" {c.measure}"
     if ppi:
-        lines = [ppi_verdicts_line(data, sig.options.alpha), plain(c.headline), ""]
+        lines = [ppi_verdicts_line(data, sig.options.alpha), plain(data["headline"]), ""]
         header, rows = ppi_text.ppi_table_lines(data, c.label)
         lines += _table(header, rows)
         lines.append(ppi_text.ppi_scope_line(data))

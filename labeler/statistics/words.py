@@ -164,7 +164,9 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
         third = "and PPI shows no difference between two runs real at this sample size"
     elif reversed_:
         what = _plural(len(resolved), "difference", "differences")
-        third = f"and reverse {reversed_} of the {what} PPI shows real"
+        third = ("and reverse " + (f"{reversed_} of the {what}" if reversed_ < len(resolved)
+                                   else "the one difference" if reversed_ == 1
+                                   else f"all {reversed_} differences") + " PPI shows real")
     else:
         third = ("and agree with " + ("the one difference" if len(resolved) == 1 else
                                       f"all {len(resolved)} differences") + " PPI shows real")
