@@ -220,3 +220,64 @@ def test_a_report_of_many_runs_leads_with_the_answer_at_1280_px(tmp_path: Path) 
     assert got["lead"] and "pair verdict" in got["lead"]
     assert got["headline_top"] < got["lead_top"]
     assert got["height"] < 6000, got["height"]           # was > 8,000 px with 11 runs
+
+
+PPI_PROBE = """<script>
+window.addEventListener("load", function () {
+  var doc = document.documentElement;
+  var head = document.getElementById("headline").getBoundingClientRect();
+  var runs = document.getElementById("runs");
+  var box = runs.closest(".scroll");
+  var out = {page: doc.scrollWidth, viewport: window.innerWidth, height: window.innerHeight,
+             headline: document.getElementById("headline").textContent,
+             headline_box: [head.top, head.bottom, head.left, head.right],
+             runs_width: runs.scrollWidth, runs_box: box.clientWidth,
+             header: Array.from(runs.querySelectorAll("th")).map(function (th) {
+               return th.textContent; }),
+             resolved: Array.from(document.querySelectorAll("#resolved tbody tr")).map(
+               function (tr) { return tr.textContent; })};
+  var pre = document.createElement("pre");
+  pre.id = "ppi-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_a_ppi_report_leads_with_its_answer_and_fits_1280_px(tmp_path: Path) -> None:
+    """compare --ppi on DL 2019 (7 of 10 queries labelled by NIST, the lexical judge's
+    labels of every top-10 passage): at 1280 × 800 the PPI headline is on the first screen,
+    the page never scrolls sideways, and the runs table — PPI estimates beside both label
+    sets on the labelled queries — fits without a scroll bar of its own."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from dl19kit import lexical_slice
+
+    from labeler.statistics.verdicts import StatsOptions
+
+    binary = _browser()
+    data = lexical_slice()
+    queries = sorted(data["human"]["query_id"].unique())
+    labelled = np.random.default_rng(2).choice(queries, 7, replace=False)
+    human = data["human"].loc[data["human"]["query_id"].isin(labelled)]
+    c = compare(human=human, llm=data["llm"], runs=data["runs"],
+                stats=StatsOptions(ppi=True, bootstrap=200))
+    page = write_report(c, tmp_path / "report", title="DL19, 7 of 10 queries judged")["html"]
+    probed = tmp_path / "probe.html"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", PPI_PROBE + "</body>"),
+                      encoding="utf-8")
+    done = _chromium(binary, tmp_path / "profile", "--virtual-time-budget=10000",
+                     "--window-size=1280,800", "--dump-dom", probed.as_uri())
+    found = re.search(r'<pre id="ppi-probe">(.*?)</pre>', done.stdout, re.S)
+    assert found, done.stderr[-2000:]
+    got = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert got["viewport"] == 1280 and got["page"] <= 1280   # no sideways scroll
+    top, bottom, left, right = got["headline_box"]
+    assert 0 <= top and bottom <= got["height"] and 0 <= left < right <= 1280  # first screen
+    assert got["headline"] == c.headline
+    assert got["headline"].startswith("On the 10 queries, 7 of them labelled by people")
+    assert got["runs_width"] <= got["runs_box"] + 1, (got["runs_width"], got["runs_box"])
+    assert "NDCG@10, human: PPI estimate [95% CI]" in got["header"]
+    assert "human, labelled queries" in got["header"]
+    assert len(got["resolved"]) == 2 and all("reverse" in row for row in got["resolved"])

@@ -67,7 +67,7 @@ def test_the_human_column_is_the_ppi_estimate_and_its_interval(case: dict[str, A
     rows = _terminal_rows(text)
     assert list(rows) == by_estimate  # best PPI estimate first
     header = text.splitlines()[3]
-    assert "human NDCG@10, PPI [95% CI]" in header and "human on labelled" in header
+    assert "human NDCG@10, PPI [95% CI]" in header and "human, labelled" in header
     runs_table = html[html.index('<table id="runs">'):html.index("</table>",
                                                                  html.index('id="runs"'))]
     assert re.findall(r'<tr><td class="id">([^<]+)</td>', runs_table) == by_estimate

@@ -171,12 +171,12 @@ def ppi_swap_line(data: Mapping[str, Any]) -> str:
 
 def ppi_scope_line(data: Mapping[str, Any]) -> str:
     """What each column of the PPI runs table is, in a few sentences."""
-    return ("human: the prediction-powered estimate of the run's mean under full human "
-            "labelling of its queries, with its 95% interval; 'on labelled': both label "
-            "sets' means over the run's human-labelled queries only, and delta = LLM − "
-            "human there (positive: the LLM labels are more lenient with the run, negative: "
-            "stricter); llm: the LLM mean over all the run's queries. Ranks: by the PPI "
-            "estimate → by the LLM mean.")
+    return ("The human column is the prediction-powered estimate of the run's mean under "
+            "full human labelling of its queries, with its 95% interval; the 'labelled' "
+            "columns are both label sets' means over the run's human-labelled queries only, "
+            "and delta = LLM − human there (positive: the LLM labels are more lenient with the "
+            "run, negative: stricter); the LLM column is the LLM mean over all the run's "
+            "queries. Ranks: by the PPI estimate → by the LLM mean.")
 
 
 def rank_scope(data: Mapping[str, Any]) -> str:
@@ -205,7 +205,7 @@ def _join(parts: Sequence[str]) -> str:
 
 def ppi_table_lines(data: Mapping[str, Any], label: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the terminal's PPI runs table."""
-    header = ["run", f"human {label}, PPI [95% CI]", "human on labelled", "llm on labelled",
+    header = ["run", f"human {label}, PPI [95% CI]", "human, labelled", "llm, labelled",
               "delta", f"llm {label}, all [95% CI]", "rank PPI→LLM", "labelled"]
     rows = []
     for r in ppi_runs(data):
