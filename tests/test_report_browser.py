@@ -274,7 +274,7 @@ def test_a_ppi_report_leads_with_its_answer_and_fits_1280_px(tmp_path: Path) -> 
     got = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert got["viewport"] == 1280 and got["page"] <= 1280   # no sideways scroll
     top, bottom, left, right = got["headline_box"]
-    assert 0 <= top and bottom <= got["height"] and 0 <= left < right <= 1280  # first screen
+    assert top >= 0 and bottom <= got["height"] and 0 <= left < right <= 1280  # first screen
     assert got["headline"] == c.headline
     assert got["headline"].startswith("On the 10 queries, 7 of them labelled by people")
     assert got["runs_width"] <= got["runs_box"] + 1, (got["runs_width"], got["runs_box"])

@@ -132,9 +132,11 @@ def test_the_headline_is_ppis(case: dict[str, Any]) -> None:
     assert head == case["text"].splitlines()[1]
     assert head.startswith("On the 10 queries, 7 of them labelled by people at random, "
                            "p_exp_bert has the highest prediction-powered estimate")
-    assert "the LLM labels alone put bm25tuned_p first and reverse all 2 differences PPI " \
+    assert "the LLM labels alone put bm25tuned_p first and reverse both differences PPI " \
            "shows real" in head
     assert "tie" not in head
+    notebook = case["c"]._repr_html_()  # a notebook shows the same readout
+    assert head in notebook and "<th>human, PPI</th>" in notebook
 
 
 def _with_best_set(monkeypatch: pytest.MonkeyPatch, best: list[str]) -> None:

@@ -183,6 +183,7 @@ def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
         "advice": [dict(a) for a in getattr(c, "advice", ())],
         "tau": c.kendall_tau, "rho": c.spearman_rho, "n_runs": len(c.runs),
         "ranking_lines": ranking_lines(data["ranking"], ppi_text.rank_scope(data)),
+        "rank_scope": ppi_text.rank_scope(data),
         **(_ppi_order_context(data) if has_ppi else {
             "order_human": c.order_human, "order_llm": c.order_llm, "swaps": c.swaps,
             "n_pairs": c.n_pairs, "swap_note": swap_significance(c)}),

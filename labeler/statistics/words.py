@@ -166,6 +166,7 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
         what = _plural(len(resolved), "difference", "differences")
         third = ("and reverse " + (f"{reversed_} of the {what}" if reversed_ < len(resolved)
                                    else "the one difference" if reversed_ == 1
+                                   else "both differences" if reversed_ == 2
                                    else f"all {reversed_} differences") + " PPI shows real")
     else:
         third = ("and agree with " + ("the one difference" if len(resolved) == 1 else
