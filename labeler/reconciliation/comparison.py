@@ -332,7 +332,12 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
     from labeler.statistics.verdicts import StatsOptions, significance
 
     options = options or StatsOptions()
-    population = _ppi_population(systems, run, llm, complete) if options.ppi else None
+    population: dict[str, set[str]] | None = None
+    if options.ppi:
+        llm_queries = set(llm["query_id"])
+        population = ({str(s): llm_queries for s in systems} if complete else
+                      {str(s): set(q) & llm_queries
+                       for s, q in run.groupby("system", sort=False)["query_id"]})
     sig = significance(per_query, systems, options=options, ppi_population=population,
                        ppi_labelled=set(human["query_id"]), progress=progress)
     if options.ppi and sig.ppi_runs is not None and all(
@@ -387,7 +392,10 @@ def _advice(per_query: pd.DataFrame, sig: Significance, run: pd.DataFrame,
 
     population = labelled = None
     if sig.options.ppi:
-        population = _ppi_population(list(dict.fromkeys(run["system"])), run, llm, complete)
+        llm_queries = set(llm["query_id"])
+        population = ({str(s): llm_queries for s in dict.fromkeys(run["system"])} if complete
+                      else {str(s): set(q) & llm_queries
+                            for s, q in run.groupby("system", sort=False)["query_id"]})
         labelled = set(human["query_id"])
     return resolve_advice(per_query, sig.pairs_to_dicts(), population=population,
                           labelled=labelled)

@@ -182,7 +182,8 @@ def ppi_scope_line(data: Mapping[str, Any]) -> str:
 def rank_scope(data: Mapping[str, Any]) -> str:
     """``"on the 6 human-labelled queries"``: the queries the rank statistics are over."""
     ranking = data.get("ranking") or {}
-    n = ranking.get("n_queries", data.get("shared_queries"))
+    n = next((v for v in (ranking.get("ci_queries"), ranking.get("n_queries"),
+                          data.get("shared_queries")) if v is not None), None)
     if n is None:
         return "on the human-labelled queries"
     return f"on the {n} human-labelled quer{'y' if n == 1 else 'ies'}"
