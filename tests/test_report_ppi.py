@@ -28,6 +28,7 @@ from labeler.report.comparison import write_report
 from labeler.report.escape import md_escape
 from labeler.report.text import ranking_lines, render_text
 from labeler.statistics.verdicts import StatsOptions
+from labeler.statistics.words import ppi_headline
 
 
 @pytest.fixture(scope="module")
@@ -237,3 +238,37 @@ def test_the_scatter_plots_ppi_estimates_against_llm_means(case: dict[str, Any])
     for tag, xseg, yseg in zip(tags, xbars.get_segments(), ybars.get_segments()):
         assert sorted(xseg[:, 0]) == pytest.approx(d["runs"][tag]["ppi"]["ci"])
         assert sorted(yseg[:, 1]) == pytest.approx(d["runs"][tag]["llm_ci"])
+
+
+def _run(estimate: float | None, llm: float, n: int, big_n: int) -> dict[str, Any]:
+    return {"llm": llm, "ppi": {"estimate": estimate, "n_labelled": n,
+                                "n_unlabelled": big_n - n}}
+
+
+def test_the_ppi_headline_from_plain_data() -> None:
+    """Runs over different query sets, one with too few labelled queries for an estimate, and
+    a board where PPI resolves nothing: the headline says so in words, from plain data."""
+    data = {"runs": {"a": _run(0.6, 0.7, 6, 10), "b": _run(0.5, 0.8, 6, 10),
+                     "short": _run(None, 0.9, 2, 6)},
+            "pairs": [{"a": "a", "b": "b", "ppi": {"verdict": "a-better"}},
+                      {"a": "a", "b": "short", "ppi": {"verdict": "unresolved"}},
+                      {"a": "b", "b": "short", "ppi": {"verdict": "unresolved"}}],
+            "ranking": {}}
+    assert ppi_headline(data) == (
+        "On each run's own queries (6–10, of which 2–6 labelled by people at random), a has "
+        "the highest prediction-powered estimate and is ahead of 1 of the 2 other runs by a "
+        "real difference; the LLM labels alone put short first and reverse the one difference "
+        "PPI shows real.")
+    data["ranking"] = {"best_set": ["a", "short"]}
+    assert ppi_headline(data).startswith(
+        "On each run's own queries (6–10, of which 2–6 labelled by people at random), the best "
+        "run is one of a and short (no other run is shown to beat them: simultaneous 95% "
+        "intervals of the prediction-powered pair differences); the LLM labels alone put "
+        "short first (one of them) and reverse the one difference PPI shows real.")
+    for p in data["pairs"]:
+        p["ppi"]["verdict"] = "unresolved"
+    data["ranking"] = {}
+    assert ppi_headline(data).endswith(
+        "but no difference between it and another run is real at this sample size (no "
+        "evidence of a difference, which is not evidence of none); the LLM labels alone put "
+        "short first and PPI shows no difference between two runs real at this sample size.")

@@ -144,9 +144,11 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
                  f"shown to beat them: {BEST_SET_HOW})")
     else:
         ahead = sum(1 for w, _ in resolved if w == leader)
+        others = len(runs) - 1
+        of = ("the other run" if others == 1 else f"all {others} other runs" if ahead == others
+              else f"{ahead} of the {others} other runs")
         first = (f"{scope}, {leader} has the highest prediction-powered estimate"
-                 + (f" and is ahead of {ahead} of the other {_plural(len(est) - 1, 'run', 'runs')}"
-                    " by a real difference" if ahead else
+                 + (f" and is ahead of {of} by a real difference" if ahead else
                     ", but no difference between it and another run is real at this sample "
                     "size (no evidence of a difference, which is not evidence of none)"))
     llm = _finite_values({t: r.get("llm") for t, r in runs.items()})
@@ -156,7 +158,7 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
         second = (f"the LLM labels alone also put {llm_first} first" if (
             (best and len(best) == 1 and inside) or (not best and llm_first == leader)) else
             f"the LLM labels alone put {llm_first} first"
-            + (", one of them" if inside else ""))
+            + (" (one of them)" if inside else ""))
     else:
         second = "the LLM labels give no run a mean"
     reversed_ = sum(1 for w, lo in resolved if w in llm and lo in llm and llm[w] < llm[lo])
