@@ -370,17 +370,24 @@ def _with_labelled(table: pd.DataFrame, per_query: pd.DataFrame,
     relevant chunk counts 0): ``n_labelled, labelled_human, labelled_llm``. Their difference
     compares the two label sets on the same queries, which the run's plain means (over
     different query sets when humans label a sample) do not."""
-    values = per_query.set_index(["system", "query_id"])[["human", "llm"]]
-    n, h, m = [], [], []
-    for system in table["system"]:
-        queries = sorted(population.get(str(system), set()) & labelled)
-        index = pd.MultiIndex.from_product([[system], queries], names=["system", "query_id"])
-        got = values.reindex(index).fillna(0.0)
-        n.append(len(queries))
-        h.append(float(got["human"].mean()) if queries else math.nan)
-        m.append(float(got["llm"].mean()) if queries else math.nan)
-    return table.assign(n_labelled=np.asarray(n, dtype="int64"), labelled_human=h,
-                        labelled_llm=m)
+    systems = [str(s) for s in table["system"]]
+    queries = sorted(set().union(*population.values()) & labelled) if population else []
+    mask = np.zeros((len(queries), len(systems)), dtype=bool)
+    row = {q: i for i, q in enumerate(queries)}
+    for j, system in enumerate(systems):
+        mask[[row[q] for q in population.get(system, set()) & labelled], j] = True
+    n = mask.sum(axis=0)
+    means = {}
+    for col in ("human", "llm"):
+        wide = (np.full(mask.shape, math.nan) if per_query.empty else
+                per_query.pivot_table(index="query_id", columns="system", values=col,
+                                      aggfunc="first", dropna=False)
+                .reindex(index=queries, columns=systems).to_numpy(dtype="float64"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[col] = np.where(n > 0, np.where(mask, np.nan_to_num(wide), 0.0).sum(axis=0)
+                                  / np.maximum(n, 1), math.nan)
+    return table.assign(n_labelled=n.astype("int64"), labelled_human=means["human"],
+                        labelled_llm=means["llm"])
 
 
 def _advice(per_query: pd.DataFrame, sig: Significance, run: pd.DataFrame,
