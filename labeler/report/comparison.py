@@ -145,8 +145,8 @@ def _leniency(delta: Any) -> str:
 
 
 def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
-             judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None
-             ) -> dict[str, Any]:
+             judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None,
+             data: Mapping[str, Any] | None = None) -> dict[str, Any]:
     from labeler.report import ppi_text
     from labeler.report.text import (
         VERDICT_WORDS, by_human_rank, ppi_verdicts_line, ppi_words, ranking_lines, scope_line,
@@ -155,7 +155,7 @@ def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
 
     per_query = c.per_query
     sig = c.significance
-    data = c.to_dict()
+    data = c.to_dict() if data is None else data
     has_ppi = bool(sig.options.ppi)
     runs = []
     for r in by_human_rank(c.runs).to_dict("records"):
@@ -228,20 +228,23 @@ def _env(autoescape: bool) -> jinja2.Environment:
 
 def render_markdown(comparison: ComparisonView, title: str = DEFAULT_TITLE,
                     agreement: Any = None, judge: Mapping[str, Any] | None = None,
-                    drift: Mapping[str, Any] | None = None) -> str:
+                    drift: Mapping[str, Any] | None = None, *,
+                    _data: Mapping[str, Any] | None = None) -> str:
     """The comparison as Markdown (tables; data strings escaped)."""
-    ctx = _context(comparison, title, as_agreement(agreement), judge, drift)
+    ctx = _context(comparison, title, as_agreement(agreement), judge, drift, _data)
     return _env(autoescape=False).get_template("report.md.j2").render(**ctx)
 
 
 def render_html(comparison: ComparisonView, title: str = DEFAULT_TITLE,
                 agreement: Any = None, judge: Mapping[str, Any] | None = None,
-                drift: Mapping[str, Any] | None = None) -> str:
+                drift: Mapping[str, Any] | None = None, *,
+                _data: Mapping[str, Any] | None = None) -> str:
     """The comparison as one self-contained HTML page with inline PNG plots."""
     from labeler.report import plots
     agree = as_agreement(agreement)
-    ctx = _context(comparison, title, agree, judge, drift)
-    images = {"scatter": plots.to_data_uri(plots.ndcg_scatter(comparison)),
+    data = comparison.to_dict() if _data is None else _data
+    ctx = _context(comparison, title, agree, judge, drift, data)
+    images = {"scatter": plots.to_data_uri(plots.ndcg_scatter(data)),
               "deltas": plots.to_data_uri(plots.delta_distribution(comparison))}
     if len(comparison.ideal):
         images["ideal"] = plots.to_data_uri(plots.ideal_change(comparison))
@@ -279,11 +282,12 @@ def write_report(comparison: ComparisonView, out_dir: str | os.PathLike[str],
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("the report directory is a file", path=out)
-    data = {**comparison.to_dict(), "title": title, "agreement": agree,
+    result = comparison.to_dict()  # once: its ranking block resamples the queries
+    data = {**result, "title": title, "agreement": agree,
             "judge": dict(judge) if judge else None, "drift": dict(drift) if drift else None}
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    md = render_markdown(comparison, title, agree, judge, drift)
-    html = render_html(comparison, title, agree, judge, drift)
+    md = render_markdown(comparison, title, agree, judge, drift, _data=result)
+    html = render_html(comparison, title, agree, judge, drift, _data=result)
     io.write_json(data, paths["json"])
     io.write_text(md, paths["md"])
     io.write_text(html, paths["html"])
