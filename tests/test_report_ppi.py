@@ -119,7 +119,9 @@ def test_the_terminal_names_every_pair_ppi_resolves(case: dict[str, Any]) -> Non
         line = next(x for x in text.splitlines() if x.strip().startswith(f"{first} > {second}:"))
         assert f"Δ {sign * p['ppi']['delta']:+.4f} [{lo:.4f}, {hi:.4f}]" in line
         assert "the LLM labels reverse it" in line  # bm25tuned_p leads under LLM labels
-        assert d["runs"][first]["llm"] < d["runs"][second]["llm"]
+        fq, sq = d["per_query"][first], d["per_query"][second]
+        llm = np.mean([(fq[q]["llm"] or 0.0) - (sq[q]["llm"] or 0.0) for q in fq if q in sq])
+        assert line.endswith(f"(LLM Δ {llm:+.4f})") and llm < 0
     # "which swaps are real?" takes the PPI verdicts, not the t-tests on the shared queries
     swap = next(x for x in text.splitlines() if "swap places" in x)
     assert "PPI shows 2 of them real (p_exp_bert > bm25tuned_p, ICT-BERT2 > bm25tuned_p)" in swap

@@ -22,9 +22,9 @@ from typing import Any
 from labeler import fmt
 from labeler.report.escape import plain
 
-__all__ = ["BEST_SET_WORDS", "MAX_RESOLVED_LINES", "best_set_line", "ppi_order", "ppi_runs",
-           "ppi_scope_line", "ppi_swap_line", "ppi_swap_note", "ppi_swaps", "ppi_table_lines",
-           "rank_scope", "resolved_lines", "resolved_pairs"]
+__all__ = ["BEST_SET_WORDS", "MAX_RESOLVED_LINES", "best_set_line", "llm_pair_delta",
+           "ppi_order", "ppi_runs", "ppi_scope_line", "ppi_swap_line", "ppi_swap_note",
+           "ppi_swaps", "ppi_table_lines", "rank_scope", "resolved_lines", "resolved_pairs"]
 
 MAX_RESOLVED_LINES = 50
 """The terminal names at most this many resolved pairs (``--json``/``--report`` have all)."""
@@ -82,12 +82,12 @@ def _ranks(values: Mapping[str, float | None]) -> dict[str, int]:
 def resolved_pairs(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The pairs whose PPI verdict (Holm-adjusted) is not ``unresolved``, each oriented
     winner first: ``first, second, delta`` (> 0), ``ci``, ``p_adjusted``, ``llm_delta`` (the
-    LLM means' difference first − second, each over its run's queries) and ``llm`` —
-    ``agree``, ``reverse`` or ``""`` (no LLM means). Largest difference first.
+    LLM labels' difference first − second on the queries both runs score,
+    :func:`llm_pair_delta`) and ``llm`` —
+    ``agree``, ``reverse`` or ``""`` (no LLM values). Largest difference first.
 
     Usage: ``[(p["first"], p["second"]) for p in resolved_pairs(comparison.to_dict())]``
     """
-    runs: Mapping[str, Mapping[str, Any]] = data.get("runs") or {}
     out = []
     for p in data.get("pairs") or ():
         q = p.get("ppi") or {}
@@ -96,9 +96,7 @@ def resolved_pairs(data: Mapping[str, Any]) -> list[dict[str, Any]]:
         sign = 1.0 if q["verdict"] == "a-better" else -1.0
         first, second = (p["a"], p["b"]) if sign > 0 else (p["b"], p["a"])
         ci = q.get("ci")
-        la = fmt.finite((runs.get(first) or {}).get("llm"))
-        lb = fmt.finite((runs.get(second) or {}).get("llm"))
-        llm_delta = None if la is None or lb is None else la - lb
+        llm_delta = llm_pair_delta(data, first, second)
         out.append({"first": first, "second": second,
                     "delta": sign * (fmt.finite(q.get("delta")) or 0.0),
                     "ci": None if not ci else sorted([sign * ci[0], sign * ci[1]]),
@@ -107,6 +105,26 @@ def resolved_pairs(data: Mapping[str, Any]) -> list[dict[str, Any]]:
                             "agree" if llm_delta > 0 else "reverse")})
     out.sort(key=lambda x: (-x["delta"], x["first"], x["second"]))
     return out
+
+
+def llm_pair_delta(data: Mapping[str, Any], a: str, b: str) -> float | None:
+    """The LLM labels alone on a pair: the mean over the queries both runs score of LLM
+    NDCG of ``a`` minus that of ``b`` (a query a run's LLM labels give no relevant chunk
+    counts 0, as PPI counts it); from ``per_query``, else the runs' LLM means.
+
+    Usage: ``llm_pair_delta(comparison.to_dict(), "bm25", "bert")``
+    """
+    per_query = data.get("per_query") or {}
+    qa, qb = per_query.get(a), per_query.get(b)
+    if qa is None or qb is None:
+        runs = data.get("runs") or {}
+        la = fmt.finite((runs.get(a) or {}).get("llm"))
+        lb = fmt.finite((runs.get(b) or {}).get("llm"))
+        return None if la is None or lb is None else la - lb
+    both = [q for q in qa if q in qb]
+    if not both:
+        return None
+    return sum((qa[q].get("llm") or 0.0) - (qb[q].get("llm") or 0.0) for q in both) / len(both)
 
 
 def ppi_swaps(data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -238,7 +256,7 @@ def resolved_lines(data: Mapping[str, Any], label: str, alpha: float) -> list[st
         lines.append(f"  {plain(p['first'])} > {plain(p['second'])}: Δ "
                      f"{fmt.num(p['delta'], signed=True)} {fmt.interval(p['ci'])}, p adj. "
                      f"{fmt.pvalue(p['p_adjusted'])}"
-                     + (f"; {llm} (LLM means {fmt.num(p['llm_delta'], signed=True)})"
+                     + (f"; {llm} (LLM Δ {fmt.num(p['llm_delta'], signed=True)})"
                         if llm else ""))
     more = len(pairs) - MAX_RESOLVED_LINES
     if more > 0:

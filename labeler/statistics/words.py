@@ -161,7 +161,7 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
             + (" (one of them)" if inside else ""))
     else:
         second = "the LLM labels give no run a mean"
-    reversed_ = sum(1 for w, lo in resolved if w in llm and lo in llm and llm[w] < llm[lo])
+    reversed_ = sum(1 for w, lo in resolved if (_llm_difference(data, w, lo) or 0.0) < 0)
     if not resolved:
         third = "and PPI shows no difference between two runs real at this sample size"
     elif reversed_:
@@ -174,6 +174,21 @@ def ppi_headline(data: Mapping[str, Any]) -> str:
         third = ("and agree with " + ("the one difference" if len(resolved) == 1 else
                                       f"all {len(resolved)} differences") + " PPI shows real")
     return f"{first}; {second} {third}."
+
+
+def _llm_difference(data: Mapping[str, Any], first: str, second: str) -> float | None:
+    """LLM NDCG of ``first`` minus ``second`` on the queries both score (0 where a run's LLM
+    labels have no relevant chunk, as PPI counts it); the runs' LLM means without
+    ``per_query``."""
+    pq: Mapping[str, Mapping[str, Mapping[str, Any]]] = data.get("per_query") or {}
+    if first in pq and second in pq:
+        shared = set(pq[first]) & set(pq[second])
+        diffs = [(pq[first][q].get("llm") or 0.0) - (pq[second][q].get("llm") or 0.0)
+                 for q in shared]
+        return sum(diffs) / len(diffs) if diffs else None
+    runs = data.get("runs") or {}
+    a, b = _finite((runs.get(first) or {}).get("llm")), _finite((runs.get(second) or {}).get("llm"))
+    return None if a is None or b is None else a - b
 
 
 def _ppi_scope(runs: Mapping[str, Mapping[str, Any]]) -> str:
