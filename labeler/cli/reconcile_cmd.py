@@ -213,7 +213,7 @@ def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: s
     if anchors is not None:
         from labeler.cli.sample_anchors import sample_anchors
 
-        sample_anchors(anchors, human_path, out, {"pairs": pairs_path, "queries": queries_path,
+        sample_anchors(anchors, human_paths, out, {"pairs": pairs_path, "queries": queries_path,
                                                   "corpus": corpus_path}, fmt, seed)
         return
     if more is not None or from_path is not None:

@@ -72,15 +72,23 @@ def summary_text(outcome: RunOutcome) -> str:
     c = outcome.comparison
     if c is not None:
         d = c.to_dict()
+        ppi = bool(c.significance.options.ppi)  # the PPI estimate; delta on the labelled queries
         width = max([len("run"), *map(len, d["runs"])])
         lines.append(f"{'run':<{width}}  {'NDCG@' + str(d['k']) + ' human':>16}  "
-                     f"{'llm':>7}  {'delta':>8}")
+                     f"{'llm':>7}  {'delta':>8}" + ("  (human: PPI estimate; delta: LLM − "
+                                                   "human on the labelled queries)" if ppi else ""))
         for tag, r in d["runs"].items():
-            lines.append(f"{tag:<{width}}  {fmt_num(r['human']):>16}  {fmt_num(r['llm']):>7}  "
-                         f"{fmt_num(r['delta'], signed=True):>8}")
+            human = (r.get("ppi") or {}).get("estimate") if ppi else r["human"]
+            delta = (r.get("labelled") or {}).get("delta") if ppi else r["delta"]
+            lines.append(f"{tag:<{width}}  {fmt_num(human):>16}  {fmt_num(r['llm']):>7}  "
+                         f"{fmt_num(delta, signed=True):>8}")
         lines.append(f"order of the runs, human vs LLM labels: Kendall's tau "
                      f"{fmt_num(d['kendall_tau'])}, Spearman's rho {fmt_num(d['spearman_rho'])}")
-        lines.append(f"verdicts {c.significance.counts_line()}: {c.headline}")
+        if ppi:
+            from labeler.report.text import ppi_verdicts_line
+            lines.append(f"{ppi_verdicts_line(d, c.significance.options.alpha)}: {d['headline']}")
+        else:
+            lines.append(f"verdicts {c.significance.counts_line()}: {d['headline']}")
         planning = getattr(c, "planning_line", None)
         if planning:
             lines.append(planning)

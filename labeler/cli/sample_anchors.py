@@ -18,15 +18,17 @@ from labeler.cli.options import InputFormats
 from labeler.errors import ConfigError
 
 
-def sample_anchors(n: int, human_path: Path | None, out: Path | None,
+def sample_anchors(n: int, human_paths: tuple[Path, ...], out: Path | None,
                    texts: Mapping[str, Path | None], fmt: tuple[str, ...], seed: int) -> None:
-    """Draw ``n`` anchors from ``human_path`` with texts from ``texts`` and write them."""
+    """Draw ``n`` anchors from the ``human_paths`` labels (read together) with texts from
+    ``texts`` and write them."""
     from labeler import io
     from labeler.io.guard import check_outputs
     from labeler.reconciliation.agreement import read_human
+    from labeler.reconciliation.labelled import combine_human
     from labeler.reconciliation.sample import anchor_sample
 
-    if human_path is None or out is None:
+    if not human_paths or out is None:
         raise ConfigError("--anchors needs --human (the human-labelled set to draw from) and "
                           "--out (the anchors file)")
     pairs, queries, corpus = texts.get("pairs"), texts.get("queries"), texts.get("corpus")
@@ -34,11 +36,12 @@ def sample_anchors(n: int, human_path: Path | None, out: Path | None,
         raise ConfigError("--anchors needs the pairs' texts: --pairs, or --queries and --corpus")
     if pairs is not None and (queries or corpus):
         raise ConfigError("give the texts as --pairs, or as --queries and --corpus, not both")
-    check_outputs({"--human": human_path, **{f"--{k}": v for k, v in texts.items()}},
+    check_outputs({"--human": list(human_paths), **{f"--{k}": v for k, v in texts.items()}},
                   {"--out": out})
-    formats = InputFormats(fmt, {"human": human_path, **texts})
+    formats = InputFormats(fmt, {"human": list(human_paths), **texts})
     with formats:
-        human = read_human(human_path, fmt=formats["human"])
+        human = combine_human({str(p): read_human(p, fmt=formats["human"])
+                               for p in human_paths})
         if pairs is not None:
             table = io.read_pairs(pairs, formats["pairs"])
         else:

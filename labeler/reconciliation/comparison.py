@@ -139,8 +139,10 @@ class Comparison:
 
     @property
     def headline(self) -> str:
-        """One sentence: which run is best under human labels, how surely, and what the LLM
-        labels do to that."""
+        """One sentence: which run is best under human labels (with ``--ppi``: by the PPI
+        estimates, naming the best set), how surely, and what the LLM labels do to that."""
+        if self.significance.options.ppi:
+            return str(self.to_dict()["headline"])
         from labeler.statistics.verdicts import headline
         return headline(self.runs, self.significance)
 
@@ -158,12 +160,13 @@ class Comparison:
             item["shared"] = {"human": _num(r.shared_human), "llm": _num(r.shared_llm)}
             if sig.options.ppi:
                 item["ppi"] = sig.run_ppi(system)
+                item["labelled"] = _labelled_item(r)
             runs[system] = item
         per_query: dict[str, dict[str, dict[str, float | None]]] = {s: {} for s in self.systems}
         for r in self.per_query.itertuples():
             per_query[r.system][r.query_id] = {"human": _num(r.human), "llm": _num(r.llm),
                                                "delta": _num(r.delta)}
-        return {
+        out: dict[str, Any] = {
             "k": self.k,
             "measure": self.label,
             "runs": runs,
@@ -174,7 +177,7 @@ class Comparison:
                 ppi={s: (r.get("ppi") or {}).get("estimate") for s, r in runs.items()}),
             "pairs": sig.pairs_to_dicts(),
             "verdicts": sig.counts,
-            "headline": self.headline,
+            "headline": None if sig.options.ppi else self.headline,
             "shared_queries": sig.n_shared,
             "statistics": {**sig.options.to_dict(), "pairs": sig.pair_mode, "level": 0.95,
                            "planning": self.planning_line, "notes": list(sig.notes),
@@ -202,6 +205,10 @@ class Comparison:
                  "ideal": _num(r.ideal)}
                 for r in self.most_changed.itertuples()],
         }
+        if sig.options.ppi:  # PPI's headline reads the runs, pairs and ranking above
+            from labeler.statistics.words import ppi_headline
+            out["headline"] = ppi_headline(out)
+        return out
 
     def ideal_summary(self) -> dict[str, Any]:
         """``{"mean", "median", "n_queries"}`` of :attr:`ideal` (the ``ideal_ranking_change``
@@ -230,6 +237,14 @@ class Comparison:
         from labeler.report.notebook import comparison_html
 
         return comparison_html(self)
+
+
+def _labelled_item(r: Any) -> dict[str, Any]:
+    """``runs.<tag>.labelled`` of the JSON: both label sets on the run's human-labelled
+    queries (``delta`` = LLM − human there)."""
+    h, m = _num(r.labelled_human), _num(r.labelled_llm)
+    return {"n": int(r.n_labelled), "human": h, "llm": m,
+            "delta": None if h is None or m is None else m - h}
 
 
 # ---------------------------------------------------------------------- public API
@@ -287,6 +302,8 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
     sig = _significance(per_query, systems, population, labelled, human_q, llm_q, stats,
                         progress)
     table = _with_shared(table, sig)
+    if sig.options.ppi and population is not None:
+        table = _with_labelled(table, per_query, population, labelled)
     tau, rho = _correlations(table)
     swaps, n_pairs = _swaps(table)
     return Comparison(
@@ -355,6 +372,33 @@ def _significance(per_query: pd.DataFrame, systems: list[str],
                          f"2, and not all, are needed). Draw the sample with `labeler sample "
                          f"--unit query`.")
     return sig
+
+
+def _with_labelled(table: pd.DataFrame, per_query: pd.DataFrame,
+                   population: dict[str, set[str]], labelled: set[str]) -> pd.DataFrame:
+    """The run table with both label sets' means over each run's human-labelled queries —
+    the queries PPI corrects with, valued as PPI values them (a query a label set gives no
+    relevant chunk counts 0): ``n_labelled, labelled_human, labelled_llm``. Their difference
+    compares the two label sets on the same queries, which the run's plain means (over
+    different query sets when humans label a sample) do not."""
+    systems = [str(s) for s in table["system"]]
+    queries = sorted(set().union(*population.values()) & labelled) if population else []
+    mask = np.zeros((len(queries), len(systems)), dtype=bool)
+    row = {q: i for i, q in enumerate(queries)}
+    for j, system in enumerate(systems):
+        mask[[row[q] for q in population.get(system, set()) & labelled], j] = True
+    n = mask.sum(axis=0)
+    means = {}
+    for col in ("human", "llm"):
+        wide = (np.full(mask.shape, math.nan) if per_query.empty else
+                per_query.pivot_table(index="query_id", columns="system", values=col,
+                                      aggfunc="first", dropna=False)
+                .reindex(index=queries, columns=systems).to_numpy(dtype="float64"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[col] = np.where(n > 0, np.where(mask, np.nan_to_num(wide), 0.0).sum(axis=0)
+                                  / np.maximum(n, 1), math.nan)
+    return table.assign(n_labelled=n.astype("int64"), labelled_human=means["human"],
+                        labelled_llm=means["llm"])
 
 
 def _planning(per_query: pd.DataFrame, sig: Significance,
