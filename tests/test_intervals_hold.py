@@ -39,15 +39,16 @@ def test_a_sample_without_spread_gives_no_interval_and_no_p() -> None:
     assert whole.ci == pytest.approx((y.mean(), y.mean()))
 
 
-def test_the_paired_t_verdict_of_a_constant_difference_is_unresolved() -> None:
+def test_a_constant_paired_difference_has_no_simultaneous_interval() -> None:
     base = np.random.default_rng(0).uniform(0.2, 0.6, 12)
     rows = [(s, f"q{i}", v, v) for s, vals in (("a", base + 0.1), ("b", base))
             for i, v in enumerate(vals)]
     pq = pd.DataFrame(rows, columns=["system", "query_id", "human", "llm"])
     sig = significance(pq, ["a", "b"])
     pair = sig.pairs_to_dicts()[0]
-    assert pair["human"]["p"] is None and pair["verdict"] == "unresolved"
-    assert pair["human"]["ci_simultaneous"] is None
+    assert pair["human"]["p"] == pytest.approx(0.0, abs=1e-12)   # scipy's ttest_rel
+    assert pair["human"]["ci_simultaneous"] is None              # never width 0
+    assert sig.best_set() == ["a", "b"]                          # so a is not shown best
 
 
 # ---------------------------------------------------------------------- known zeros

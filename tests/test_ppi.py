@@ -191,8 +191,7 @@ def test_paired_t_many_edge_cases() -> None:
     valid = ~np.isnan(x)
     delta, p, n = paired_t_many(x, valid, [0, 0, 0], [1, 2, 3])
     assert p[0] == 1.0 and delta[0] == 0.0            # identical runs
-    # a constant non-zero difference: no spread to measure, so no p-value (not p = 0)
-    assert math.isnan(p[1]) and delta[1] == pytest.approx(-0.1)
+    assert p[1] == pytest.approx(0.0, abs=1e-12)       # a constant non-zero difference
     assert math.isnan(p[2]) and n[2] == 1              # one shared query: no test
 
 

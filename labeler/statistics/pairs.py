@@ -71,9 +71,9 @@ def paired_t_many(values: ArrayLike, valid: ArrayLike, a: ArrayLike, b: ArrayLik
     rows) over the queries where ``valid`` holds for both runs.
 
     Returns ``(delta, p, n)``: the mean difference (NaN with no query), the two-sided p-value
-    of ``scipy.stats.ttest_rel`` (NaN below two queries; 1 when every difference is 0; NaN
-    when they are all the same non-zero number: a sample without spread says nothing of the
-    spread of the others) and the number of queries.
+    of ``scipy.stats.ttest_rel`` (NaN below two queries; 1 when every difference is 0; 0 when
+    they are all the same non-zero number, as scipy's) and the number of queries. Such a
+    sample has no simultaneous interval (:func:`simultaneous_t`): never one of width 0.
 
     Usage: ``delta, p, n = paired_t_many(table, ~np.isnan(table), [0], [1])``
     """
@@ -88,7 +88,7 @@ def t_test_p(delta: NDArray[np.float64], se: NDArray[np.float64], n: NDArray[np.
 
     with np.errstate(invalid="ignore", divide="ignore"):
         pv = 2 * stdtr(n - 1, -np.abs(delta / se))
-    pv = np.where(se > 0, pv, math.nan)
+    pv = np.where(se > 0, pv, 0.0)  # a constant non-zero difference: t infinite, as scipy's
     pv = np.where(zero, 1.0, pv)
     pv = np.where(n < 2, math.nan, pv)
     return np.minimum(pv, 1.0)
