@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from labeler.schema import GAINS
+from labeler.schema import GAINS, Gain
 from labeler.cli import main
 from labeler.cli.options import (InputFormats, echo_result, format_option, read_side, stats_options,
                                  stats_settings)
@@ -72,7 +72,7 @@ Examples:
                    "queries every run scores under both label sets.")
 @stats_options()
 def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
-                ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: str,
+                ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: Gain,
                 include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,
                 queries_path: str | None, top: int, as_json: bool, report_dir: str | None,
                 agreement_path: str | None, title: str, complete: bool, **stats: Any) -> None:

@@ -13,7 +13,7 @@ import click
 
 from labeler.cli import main
 from labeler.cli.options import InputFormats, echo_result, format_option, read_side
-from labeler.schema import GAINS
+from labeler.schema import GAINS, Gain
 
 
 @main.command("plan", epilog="""\
@@ -51,7 +51,7 @@ Examples:
 @format_option("human", "llm", "run")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def plan_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...], half_width: float,
-             pairs: bool, minutes: float | None, k: int, gain: str,
+             pairs: bool, minutes: float | None, k: int, gain: Gain,
              grade_map_human: str | None, grade_map_llm: str | None, fmt: tuple[str, ...],
              as_json: bool) -> None:
     """How many queries people must label so that every run's prediction-powered interval

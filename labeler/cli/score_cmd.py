@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from labeler.schema import GAINS, IDEALS
+from labeler.schema import GAINS, IDEALS, Gain, Ideal
 from labeler.cli import main
 from labeler.cli.options import InputFormats, format_option
 
@@ -77,7 +77,7 @@ Examples:
               help="Where DuckDB spills to disk (default: a temporary directory).")
 def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
                   measures: tuple[str, ...], as_json: bool, as_trec: bool, complete: bool,
-                  gain: str, ideal: str, include_empty: bool, fmt: tuple[str, ...],
+                  gain: Gain, ideal: Ideal, include_empty: bool, fmt: tuple[str, ...],
                   grade_map: str | None, per_query: bool, out: str | None, engine: str,
                   memory_limit: str | None, temp_dir: str | None) -> None:
     """NDCG@k (and any --measure) of each run against the qrels: mean, median, queries,

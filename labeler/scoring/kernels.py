@@ -20,7 +20,6 @@ import pyarrow as pa
 
 from labeler.scoring.arrays import KernelOut, Ranked, discounts, ideal_dcg
 from labeler.scoring.lookup import UNJUDGED
-from labeler.errors import ConfigError
 from labeler.scoring.measures import Measure
 
 
@@ -50,7 +49,8 @@ def measure_values(r: Ranked, m: Measure, cache: dict[Any, Any] | None = None
     ``cache`` shares the pieces several measures need (relevant counts, the relevant rows).
     """
     if r.depth is not None and (m.cutoff is None or m.cutoff > r.depth):
-        raise ConfigError(f"internal: ranking kept to depth {r.depth}, {m} needs more")
+        raise RuntimeError(f"internal error: the ranking was kept to depth {r.depth}, "
+                           f"{m} needs more")
     cache = {} if cache is None else cache
     ng = len(r.counts)
     level = level_of(m)
@@ -146,7 +146,7 @@ class Missing:
 
 def _ranked(out: KernelOut) -> Ranked:
     if out.ranked is None:
-        raise ConfigError("internal: the kernel kept no ranking")
+        raise RuntimeError("internal error: the kernel kept no ranking")
     return out.ranked
 
 
