@@ -18,6 +18,9 @@ import click
 from labeler.schema import GAINS, IDEALS, Gain, Ideal
 from labeler.cli import main
 from labeler.cli.options import InputFormats, format_option
+from labeler._lean import declare_lean
+
+declare_lean(__name__)   # `labeler score` on plain files starts without pandas
 
 if TYPE_CHECKING:
     from labeler.scoring.results import ScoreResult
@@ -82,7 +85,7 @@ def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
                   memory_limit: str | None, temp_dir: str | None) -> None:
     """NDCG@k (and any --measure) of each run against the qrels: mean, median, queries,
     judged share."""
-    from labeler._arrow import allow_pandas, without_pandas
+    from labeler._lean import allow_pandas, without_pandas
     from labeler.errors import ConfigError
     from labeler.io.arrow_read import split_run_spec
     from labeler.io.guard import check_outputs

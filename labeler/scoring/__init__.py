@@ -9,6 +9,9 @@ Usage::
 from __future__ import annotations
 
 from labeler._lazy import lazy_names
+from labeler._lean import declare_lean
+
+declare_lean(__name__ + ".")   # the scorer runs without pandas (labeler._lean)
 
 _NAMES = {
     "score": "results",

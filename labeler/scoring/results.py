@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 
 from labeler import fmt
-from labeler._arrow import allow_pandas, without_pandas
+from labeler._lean import allow_pandas, without_pandas
 from labeler.errors import ConfigError
 from labeler.schema import GAINS, IDEALS, Gain, Ideal
 from labeler.scoring.arrays import KernelOut, discounts, gain_of
