@@ -19,6 +19,5 @@ _NAMES = {
     "check_config": "check",
     "compute_drift": "drift",
 }
-__all__ = ["Config", "RunOutcome", "check_config", "compute_drift", "load_config", "parse_config",
-           "run_pipeline"]
+__all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -23,8 +23,7 @@ _NAMES = {
     "Plan": "plan",
     "propose_sample": "sample",
 }
-__all__ = ["AgreementReport", "Calibration", "Comparison", "Leaderboard", "Plan",
-           "Reconciliation", "compare", "propose_sample", "reconcile", "sample_queries"]
+__all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 # agreement(), calibrate(), blend(), leaderboard() and plan() are reached through their modules
 # (labeler.reconciliation.agreement.agreement ...): a package attribute named like a submodule
 # becomes that submodule once it is imported.

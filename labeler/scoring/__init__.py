@@ -22,6 +22,5 @@ _NAMES = {
     "parse_measure": "measures",
     "parse_measures": "measures",
 }
-__all__ = ["Measure", "ScoreResult", "evaluate", "evaluate_files", "parse_measure",
-           "parse_measures", "score"]
+__all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)
