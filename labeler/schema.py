@@ -36,7 +36,6 @@ PAIR_COLUMNS: tuple[str, ...] = ("query_id", "query", "chunk_id", "chunk")
 QUERY_COLUMNS: tuple[str, ...] = ("query_id", "query")
 CORPUS_COLUMNS: tuple[str, ...] = ("chunk_id", "chunk")
 QRELS_COLUMNS: tuple[str, ...] = ("query_id", "chunk_id", "grade")
-RUN_COLUMNS: tuple[str, ...] = ("query_id", "chunk_id", "score", "system")
 LABEL_COLUMNS: tuple[str, ...] = (
     "query_id", "chunk_id", "grade", "status", "rationale", "model", "prompt_id",
     "attempts", "cached", "input_tokens", "output_tokens", "latency_s", "error",

@@ -29,7 +29,6 @@ import inspect
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -43,7 +42,6 @@ __all__ = ["DEFAULT_ALPHA", "DEFAULT_PERMUTATIONS", "LEVEL", "TESTS", "PairedTes
 
 TESTS: tuple[str, ...] = ("t", "randomization")
 """Names of the paired tests (``--test``)."""
-Test = Literal["t", "randomization"]
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_ALPHA = 0.05
 LEVEL = 0.95

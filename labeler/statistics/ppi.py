@@ -273,10 +273,6 @@ class PairFamily:
         return out
 
 
-PAIR_VERDICTS: tuple[str, ...] = ("a-better", "b-better", "unresolved")
-"""The verdicts of a PPI pair."""
-
-
 def pair_family(estimates: list[PPIEstimate], *, alpha: float = 0.05,
                 interval_alpha: float = 0.05,
                 bounds: tuple[float, float] | None = (-1.0, 1.0)) -> PairFamily:
