@@ -42,7 +42,7 @@ Examples:
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True,
               help="Cut-off of NDCG@k (and of the judged share). Default 10; one per "
                    "comparison.")
-@click.option("--measure", default=None, metavar="M",
+@click.option("-m", "--measure", default=None, metavar="M",
               help="Compare by this measure instead of NDCG@k, named as ir_measures writes "
                    "it: nDCG@k, P@k, R@k, RR, AP, AP@k, Judged@k, P(rel=2)@10 ...")
 @format_option("human", "llm", "run", "queries")

@@ -42,7 +42,7 @@ Examples:
                    "NAME=PATH names the run (the name wins over the file's tag).")
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True,
               help="NDCG cut-off; repeat for several (--k 5 --k 10). Default 10.")
-@click.option("--measure", "measures", multiple=True, metavar="M",
+@click.option("-m", "--measure", "measures", multiple=True, metavar="M",
               help="Another measure, named as ir_measures writes it: nDCG@k, nDCG, P@k, "
                    "R@k, RR, RR@k, AP, AP@k, Rprec, Bpref, Success@k, Judged@k, with a "
                    "relevance level for the binary ones as in P(rel=2)@10; trec_eval names "
