@@ -50,3 +50,19 @@ def test_dash_m_is_the_measure_flag() -> None:
     assert short.exit_code == 0, short.output
     assert json.loads(short.stdout) == json.loads(long.stdout)
     assert json.loads(short.stdout)["measures"] == ["AP", "P(rel=2)@10"]
+
+
+def test_each_measure_is_named_as_it_was_asked() -> None:
+    args = ["score", "--qrels", str(DATA / "human.qrels"), "--run",
+            str(sorted((DATA / "runs").glob("*.run"))[0]), "--json"]
+    trec = CliRunner().invoke(main, [*args, "-m", "ndcg_cut.10", "-m", "P.5", "-m", "map"])
+    irm = CliRunner().invoke(main, [*args, "-m", "nDCG@10", "-m", "P@5", "-m", "AP"])
+    a, b = json.loads(trec.stdout), json.loads(irm.stdout)
+    assert a["measures"] == ["ndcg_cut.10", "P.5", "map"]
+    assert b["measures"] == ["nDCG@10", "P@5", "AP"]
+    (ra,), (rb,) = a["runs"].values(), b["runs"].values()
+    assert list(ra) == a["measures"] and list(rb) == b["measures"]   # NDCG@10 once
+    for x, y in zip(a["measures"], b["measures"]):
+        assert ra[x] == rb[y]                                       # the same figures
+    both = CliRunner().invoke(main, [*args, "-m", "P.5", "-m", "P@5"])
+    assert json.loads(both.stdout)["measures"] == ["P.5"]          # one measure, once

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from labeler.errors import ConfigError
 from labeler.scoring.registry import MEASURES, MeasureDef
@@ -71,6 +71,9 @@ class Measure:
     name: str
     cutoff: int | None = None
     rel: int = 1
+    asked: str | None = field(default=None, compare=False, repr=False)
+    """The name it was asked by (``ndcg_cut.10``), kept for the output; not part of its
+    identity (``ndcg_cut.10`` and ``nDCG@10`` are one measure)."""
 
     def __post_init__(self) -> None:
         if self.name not in MEASURE_NAMES:
@@ -97,8 +100,9 @@ class Measure:
 
     @property
     def key(self) -> str:
-        """The JSON key: the canonical name, e.g. ``"P(rel=2)@10"``."""
-        return str(self)
+        """The JSON key and the name in every table: the measure as it was asked
+        (``ndcg_cut.10`` stays ``ndcg_cut.10``), else its canonical name."""
+        return self.asked or str(self)
 
     @property
     def depth(self) -> int | None:
@@ -144,7 +148,7 @@ def parse_measure(text: str | Measure) -> Measure:
                               "the only parameter is rel=<integer>, e.g. P(rel=2)@10")
         rel = int(value)
     cutoff = int(match["cut"]) if match["cut"] is not None else None
-    return Measure(name, cutoff, rel)
+    return Measure(name, cutoff, rel, asked=raw)
 
 
 def parse_measures(texts: Iterable[str | Measure]) -> list[Measure]:

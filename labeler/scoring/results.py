@@ -191,8 +191,14 @@ class ScoreResult:
         raise KeyError(f"no score for system {system!r} at k={k}; have systems "
                        f"{self.systems} and k {self.ks}")
 
+    def key_of(self, measure: str | Measure) -> str:
+        """The name ``measure`` has in this result's tables: as it was asked (``P.10`` asked,
+        ``P@10`` looked up: ``P.10``)."""
+        wanted = parse_measure(measure)
+        return next((m.key for m in self.measures if m == wanted), wanted.key)
+
     def _measure_row(self, system: str, measure: str | Measure) -> tuple[Any, ...]:
-        key = str(parse_measure(measure))
+        key = self.key_of(measure)
         for row in self.figures.measure_rows:
             if row[0] == system and row[1] == key:
                 return row
@@ -321,7 +327,7 @@ def frames_of(result: ScoreResult, measure: str | Measure | None, k: int
 
     if measure is None:
         return result.summary, result.per_query
-    key = str(parse_measure(measure))
+    key = result.key_of(measure)
     ms = result.measure_summary
     ms = ms.loc[ms["measure"] == key, ["system", "mean", "median", "n_queries"]]
     base = result.summary.loc[result.summary["k"] == k].drop(columns=["mean", "median",
