@@ -6,7 +6,7 @@ by our code. Checked in CI: ``vulture labeler tests benchmarks .ci/vulture_white
 # click: commands registered by their decorator (@main.command), never called by name
 blend_cmd, migrate_command, compare_cmd, judges_cmd, label_command, plan_cmd
 pool_command, probe_cmd, reconcile_command, sample_command, run_command, demo_command
-score_command
+score_command, certify_cmd
 
 # pydantic: model settings and validators, called by pydantic
 model_config

@@ -1,4 +1,5 @@
-"""The nightly job (``labeler run``): its config, run directories, drift, provenance, checks.
+"""The nightly job (``labeler run``): its config, run directories, drift, anchors and the
+judge guard, provenance, checks.
 
 Usage::
 
@@ -18,6 +19,10 @@ _NAMES = {
     "RunOutcome": "nightly",
     "check_config": "check",
     "compute_drift": "drift",
+    "accept_run": "rundir",
+    "read_anchors": "anchors",
+    "judge_anchors": "anchors",
+    "leaderboard_shift": "shift",
 }
 __all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

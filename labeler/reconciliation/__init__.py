@@ -19,9 +19,14 @@ _NAMES = {
     "Leaderboard": "leaderboard",
     "compare": "comparison",
     "Comparison": "comparison",
-    "sample_queries": "sample",
+    "sample_queries": "sheets",
+    "more_queries": "sheets",
+    "labelled_queries": "labelled",
+    "combine_human": "labelled",
     "Plan": "plan",
     "propose_sample": "sample",
+    "certify": "certification",
+    "Certification": "certification",
 }
 __all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 # agreement(), calibrate(), blend(), leaderboard() and plan() are reached through their modules

@@ -30,6 +30,8 @@ _NAMES = {
     "Significance": "verdicts",
     "significance": "verdicts",
     "headline": "verdicts",
+    "mean_cs": "certify",
+    "MeanCS": "certify",
 }
 __all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)
