@@ -14,84 +14,12 @@ Usage::
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-class _NoPandas:
-    """A meta-path finder that refuses ``pandas`` to pyarrow and to labeler's pandas-free
-    scoring modules: pyarrow tries to import pandas at its first conversion (to recognise
-    pandas objects, and in every ``to_numpy``); while pandas is not imported nothing can be
-    a pandas object, so the attempt may fail, cheaply. Any other module that imports pandas
-    gets it (and the refusal ends)."""
-
-    LEAN = ("pyarrow", "labeler._arrow", "labeler.scoring.", "labeler.io.arrow_read",
-            "labeler.report.trec_text", "labeler.cli.score_cmd", "labeler.cli.tables")
-
-    def __init__(self) -> None:
-        self.on = False
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if not self.on or not (name == "pandas" or name.startswith("pandas.")):
-            return None
-        frame: Any = sys._getframe(1)
-        while frame is not None and frame.f_code.co_filename.startswith("<frozen"):
-            frame = frame.f_back   # the import machinery's own frames
-        importer = "" if frame is None else str(frame.f_globals.get("__name__", ""))
-        if importer.startswith(self.LEAN):
-            raise ImportError("pandas is not needed here (labeler's pandas-free path)")
-        self.on = False   # a module that needs pandas: it is imported from now on
-        return None
-
-
-_BLOCK_PANDAS = _NoPandas()
-
-
-@contextmanager
-def without_pandas() -> Iterator[None]:
-    """Use pyarrow without importing pandas (~0.3 s of start-up), when nothing has imported
-    it yet; code that needs pandas inside runs under :func:`allow_pandas` (or imports it
-    from a module of its own, which lifts this).
-
-    Usage: ``with without_pandas(): table.column("score").to_numpy()``
-    """
-    if "pandas" in sys.modules or _BLOCK_PANDAS.on:
-        yield
-        return
-    sys.meta_path.insert(0, _BLOCK_PANDAS)
-    _BLOCK_PANDAS.on = True
-    try:
-        yield
-    finally:
-        _BLOCK_PANDAS.on = False
-        if _BLOCK_PANDAS in sys.meta_path:
-            sys.meta_path.remove(_BLOCK_PANDAS)
-        if "pandas" in sys.modules:   # pyarrow looks for pandas again
-            pa.table({"_": pa.array([0])}).to_pandas()
-
-
-@contextmanager
-def allow_pandas() -> Iterator[None]:
-    """Lift :func:`without_pandas` for code that needs pandas, and let pyarrow see it.
-
-    Usage: ``with allow_pandas(): df = io.read_run(path)``
-    """
-    blocked = _BLOCK_PANDAS.on
-    _BLOCK_PANDAS.on = False
-    try:
-        if blocked:   # pyarrow looks for pandas again on its next pandas conversion
-            pa.table({"_": pa.array([0])}).to_pandas()
-        yield
-    finally:
-        if blocked and "pandas" not in sys.modules:
-            _BLOCK_PANDAS.on = True
-
 
 # every character for which Python's str.isspace() is true (what str.strip() removes)
 PY_WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003"

@@ -9,9 +9,9 @@ prints or stores from an endpoint, and every URL it records, goes through :func:
 
 Usage::
 
-    from labeler.redact import redact, redact_url, RedactingFilter
+    from labeler.redact import redact, RedactingFilter
     redact("invalid key Bearer sk-abc123def456")      # 'invalid key Bearer [redacted]'
-    redact_url("http://u:pw@gw:4000/v1")               # 'http://[redacted]@gw:4000/v1'
+    redact("http://u:pw@gw:4000/v1")                   # 'http://[redacted]@gw:4000/v1'
     logging.getLogger("labeler").addFilter(RedactingFilter())
 """
 
@@ -66,11 +66,6 @@ def _basic(match: re.Match[str]) -> str:
     except ValueError:
         return match.group(0)
     return match.group(1) + MASK if b":" in plain else match.group(0)
-
-
-def redact_url(url: str | None) -> str | None:
-    """``url`` without the user and password it may carry (``None`` stays ``None``)."""
-    return None if url is None else redact(url)
 
 
 def redact_data(value: Any) -> Any:

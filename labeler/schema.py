@@ -8,7 +8,7 @@ Usage::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
     from labeler._judgement import Judgement as Judgement
@@ -22,10 +22,12 @@ STATUS, STATUS_OK, STATUS_FAILED = "status", "ok", "failed"
 """A label record's ``status`` column and its two values."""
 STATUSES: tuple[str, ...] = (STATUS_OK, STATUS_FAILED)
 
-GAINS: tuple[str, ...] = ("linear", "exponential")
+Gain = Literal["linear", "exponential"]
 """NDCG gain of a grade g: ``linear`` g, ``exponential`` 2^g - 1."""
-IDEALS: tuple[str, ...] = ("qrels", "run")
+GAINS: tuple[str, ...] = get_args(Gain)
+Ideal = Literal["qrels", "run"]
 """Where IDCG comes from: every judged chunk of the query (trec_eval), or the run re-sorted."""
+IDEALS: tuple[str, ...] = get_args(Ideal)
 
 GRADES: tuple[int, ...] = (0, 1, 2, 3)
 """The relevance scale: 3 perfectly answers, 2 highly relevant, 1 related, 0 irrelevant."""
@@ -34,7 +36,6 @@ PAIR_COLUMNS: tuple[str, ...] = ("query_id", "query", "chunk_id", "chunk")
 QUERY_COLUMNS: tuple[str, ...] = ("query_id", "query")
 CORPUS_COLUMNS: tuple[str, ...] = ("chunk_id", "chunk")
 QRELS_COLUMNS: tuple[str, ...] = ("query_id", "chunk_id", "grade")
-RUN_COLUMNS: tuple[str, ...] = ("query_id", "chunk_id", "score", "system")
 LABEL_COLUMNS: tuple[str, ...] = (
     "query_id", "chunk_id", "grade", "status", "rationale", "model", "prompt_id",
     "attempts", "cached", "input_tokens", "output_tokens", "latency_s", "error",

@@ -122,5 +122,11 @@ def test_isotonic_falls_back_to_vote_means_then_grades(human: pd.DataFrame) -> N
     tonight = pd.DataFrame({"query_id": ["9", "9"], "chunk_id": ["a", "b"], "grade": [2, 1],
                             "status": ["ok", "ok"], "votes": [[3, 3, 3], None]})
     out = cal.model_copy(update={"applied": True}).apply(tonight)
-    assert out["calibrated_grade"].tolist() == [int(cal.predict(np.array([3.0]))[0]),
-                                                int(cal.predict(np.array([1.0]))[0])]
+    # the reference: scikit-learn's own isotonic fit of the human grades on the vote means,
+    # asked at 3.0 (the first pair's votes) and 1.0 (the second has none: its grade), rounded
+    from sklearn.isotonic import IsotonicRegression
+
+    iso = IsotonicRegression(y_min=0, y_max=3, increasing=True, out_of_bounds="clip")
+    iso.fit(np.array([np.mean(v) for v in votes]), human["grade"].to_numpy(dtype=float))
+    expected = np.clip(np.floor(iso.predict([3.0, 1.0]) + 0.5), 0, 3).astype(int).tolist()
+    assert out["calibrated_grade"].tolist() == expected

@@ -42,10 +42,10 @@ def test_score_measures_json_equal_pytrec_eval() -> None:
     assert code == 0, err
     entry = json.loads(out)["runs"]["bm25"]          # the name wins over the TREC tag
     # the measures are added to the default NDCG@10, each once, named as asked
-    assert set(entry) == {"ndcg@10", "P@10", "AP", "P(rel=2)@10", "R@100"}
+    assert set(entry) == {"ndcg@10", "P@10", "map", "P(rel=2)@10", "R@100"}   # map stays map
     ref = _pytrec(run, {"P.10", "map", "recall.100"})
     ref2 = _pytrec(run, {"P.10"}, level=2)
-    for key, name, table in (("P@10", "P_10", ref), ("AP", "map", ref),
+    for key, name, table in (("P@10", "P_10", ref), ("map", "map", ref),
                              ("R@100", "recall_100", ref), ("P(rel=2)@10", "P_10", ref2)):
         assert entry[key]["per_query"] == pytest.approx({q: v[name] for q, v in table.items()},
                                                         abs=1e-12), key

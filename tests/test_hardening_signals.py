@@ -60,6 +60,7 @@ def test_label_writes_every_record_and_resumes(tmp_path: Path, sig: int, code: i
         assert len(resume) == 1
         assert not list(tmp_path.glob(".labels.jsonl.*"))  # no temporary file left behind
         srv.reset()
+        srv.set(latency=0.0)  # slow answers were only there to catch the job mid-way
         again = subprocess.run([sys.executable, "-m", "labeler", *args], text=True,
                                capture_output=True,
                                env={**os.environ, "LABELER_CACHE_DIR": str(cache)})

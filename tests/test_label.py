@@ -131,16 +131,36 @@ def test_tpm_limit_spaces_requests_by_their_estimated_tokens() -> None:
     assert elapsed >= (need - 1000) / 1000 * 0.8
 
 
+class VirtualClock:
+    """Time that passes only when the code under test sleeps (no test waits for real)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+
+
 def test_rate_limiter_holds_the_long_run_rate() -> None:
+    clock = VirtualClock()
+
     async def spend() -> float:
-        limiter = RateLimiter(per_minute=60 * 200)  # 200 tokens/s, burst 200
-        start = time.monotonic()
+        limiter = RateLimiter(per_minute=60 * 200, clock=clock, sleep=clock.sleep)
+        start = clock()                 # 200 tokens/s, burst 200
         for _ in range(5):
             await limiter.acquire(100)  # 500 tokens: 200 burst + 300 at 200/s
-        limiter.adjust(-100)            # an over-estimate given back
-        return time.monotonic() - start
+        spent = clock() - start
+        limiter.adjust(-100)            # an over-estimate given back ...
+        await limiter.acquire(100)      # ... is spent at once
+        assert clock() - start == spent
+        return spent
 
-    assert 1.0 <= asyncio.run(spend()) < 3.0
+    elapsed = asyncio.run(spend())
+    assert 1.0 <= elapsed < 3.0
+    assert elapsed == pytest.approx(1.5)   # 300 tokens past the burst at 200/s
     with pytest.raises(ConfigError):
         RateLimiter(0)
 

@@ -74,8 +74,9 @@ def test_bad_answers_are_retried_then_failed_with_the_reason(fault: str, reason:
 def test_hung_requests_time_out_and_are_retried() -> None:
     plan = FaultPlan(timeout=0.5, hang_s=5.0)
     with FakeLLMServer(faults=plan) as srv:
-        result = label_pairs(make_pairs(10), judge_for(srv, timeout=0.6), retry=FAST,
-                             concurrency=10)
+        # the structured form given: no request waits for the first to find it out
+        judge = judge_for(srv, timeout=0.6, structured="json_schema")
+        result = label_pairs(make_pairs(10), judge, retry=FAST, concurrency=10)
         expected = server_grades(srv)
     rec = result.records
     ok = rec["status"] == "ok"

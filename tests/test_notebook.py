@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "tour.ipynb"
+QUICK_EXIT = {"shutdown_kernel": "immediate"}
+"""Every output is in once the last cell ran: the kernel is stopped at once, not waited for."""
 
 
 def _outputs(cell: dict) -> tuple[str, list[bytes]]:
@@ -31,7 +33,8 @@ def test_tour_notebook_executes_with_plots(tmp_path: Path,
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the tour's report goes to a temp dir
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+                                     resources={"metadata": {"path": str(tmp_path)}},
+                                     **QUICK_EXIT)
     client.execute()
 
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -62,7 +65,8 @@ result
 """
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+                            resources={"metadata": {"path": str(tmp_path)}},
+                            **QUICK_EXIT).execute()
     outputs = nb.cells[0].outputs
     text, _ = _outputs(nb.cells[0])
     assert not any(o.get("output_type") == "error" for o in outputs)

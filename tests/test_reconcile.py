@@ -213,28 +213,31 @@ def test_a_label_frame_with_an_ok_label_but_no_grade_is_refused() -> None:
         read_llm(llm)
 
 
-def test_reconcile_reads_and_checks_each_label_set_once(llmjudge: Path,
-                                                         monkeypatch: pytest.MonkeyPatch
-                                                         ) -> None:
-    """Validated once at the edge: agreement, calibration, audit and merge inside one
-    reconcile reuse the checked frames; what comes back is plain pandas."""
-    from labeler.reconciliation import agreement as agreement_module
+def test_reconcile_reads_and_checks_each_label_set_once(llmjudge: Path) -> None:
+    """Agreement, calibration, audit and merge inside one reconcile all work on the same
+    checked labels — the figures are those of the files read by hand (scikit-learn for the
+    kappa); what comes back is plain pandas, and a frame the user edits is checked again."""
+    from sklearn.metrics import cohen_kappa_score
 
-    calls = {"labels": 0, "qrels": 0}
-    as_labels, as_qrels = agreement_module.io.as_labels, agreement_module.io.as_qrels
+    def by_hand(path: Path) -> dict[tuple[str, str], int]:
+        rows = (line.split() for line in path.read_text().splitlines() if line.strip())
+        return {(r[0], r[2]): int(r[3]) for r in rows}
 
-    def count(kind: str, fn):  # type: ignore[no-untyped-def]
-        def wrapped(*args, **kwargs):  # type: ignore[no-untyped-def]
-            calls[kind] += 1
-            return fn(*args, **kwargs)
-        return wrapped
-
-    monkeypatch.setattr(agreement_module.io, "as_labels", count("labels", as_labels))
-    monkeypatch.setattr(agreement_module.io, "as_qrels", count("qrels", as_qrels))
-    rec = reconciliation.reconcile(llm=llmjudge / "willia-umbrela1.qrels",
-                                   human=llmjudge / "test-human.qrels", calibrate=True,
+    llm_file, human_file = llmjudge / "willia-umbrela1.qrels", llmjudge / "test-human.qrels"
+    llm, human = by_hand(llm_file), by_hand(human_file)
+    both = sorted(set(llm) & set(human))
+    rec = reconciliation.reconcile(llm=llm_file, human=human_file, calibrate=True,
                                    audit=True, bootstrap=50)
-    assert calls == {"labels": 1, "qrels": 1}
+    agreement = rec.agreement.to_dict()
+    assert agreement["n"] == len(both)
+    assert agreement["cohen_kappa"] == pytest.approx(
+        cohen_kappa_score([llm[k] for k in both], [human[k] for k in both]), abs=1e-12)
+    merged = {(q, c): (int(g), int(lg), int(hg)) for q, c, g, lg, hg in rec.merged[
+        ["query_id", "chunk_id", "grade", "llm_grade", "human_grade"]].itertuples(index=False)}
+    assert merged == {k: (human[k], llm[k], human[k]) for k in both}   # human wins
+    for q, c, h, g in rec.audit[["query_id", "chunk_id", "human", "llm"]].itertuples(
+            index=False):
+        assert (int(h), int(g)) == (human[(q, c)], llm[(q, c)])
     assert type(rec.merged) is pd.DataFrame and type(rec.audit) is pd.DataFrame
     bad = read_llm(llmjudge / "willia-umbrela1.qrels")
     bad.loc[0, "grade"] = 9   # a frame the user edits is checked again

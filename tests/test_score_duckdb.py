@@ -126,3 +126,37 @@ def test_a_bad_memory_limit_is_a_configuration_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["score", "--qrels", str(qpath), "--run", specs[0],
                                        "--engine", "duckdb", "--memory-limit", "lots"])
     assert result.exit_code == 2 and "--memory-limit" in result.output
+
+
+def test_the_python_api_takes_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    """``labeler.score(..., engine="duckdb")`` ranks the run files with DuckDB (its kernel
+    runs), with the in-memory figures; frames cannot be streamed: a clear error."""
+    import labeler
+    from labeler.errors import ConfigError
+
+    qpath, specs, qrels, run = _write(tmp_path, 3, "trec")
+    calls: list[int] = []
+    real = duckdb_engine.kernel_duckdb
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(duckdb_engine, "kernel_duckdb", counted)
+    named = {Path(s).stem: s for s in specs}
+    duck = labeler.score(qpath, named, k=[5, 10], measures=["AP"], engine="duckdb",
+                         memory_limit="200MB")
+    assert calls == [1]
+    mem = labeler.score(qpath, named, k=[5, 10], measures=["AP"])
+    assert calls == [1]
+    pd.testing.assert_frame_equal(duck.summary, mem.summary)
+    assert set(duck.systems) == set(named)
+    with pytest.raises(ConfigError, match="engine duckdb reads files"):
+        labeler.score(qrels, run, engine="duckdb")
+    with pytest.raises(ConfigError, match="engine must be"):
+        labeler.score(qpath, specs, engine="spark")  # type: ignore[arg-type]
+    # auto on frames: in memory, the same figures
+    auto = labeler.score(qrels, run, k=[5, 10], measures=["AP"], engine="auto")
+    assert auto.mean(run["system"].iloc[0], 10) == pytest.approx(
+        labeler.score(qrels, run, k=[5, 10]).mean(run["system"].iloc[0], 10))

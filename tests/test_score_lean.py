@@ -74,17 +74,52 @@ def test_piped_tables_are_drawn_as_rich_draws_them(monkeypatch: pytest.MonkeyPat
     assert "┏" in drawn.getvalue() and "nDCG" in drawn.getvalue()
 
 
-def test_inputs_that_need_pandas_still_work(tmp_path: Path) -> None:
-    # a grade map, a CSV run and --out take the general readers and writers (with pandas)
+def _trec_ndcg10(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
+                 ) -> dict[str, float]:
+    """pytrec_eval's ndcg_cut_10 per query of ``run`` (queries with a relevant chunk)."""
+    import pytrec_eval
+
+    res = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+    relevant = {q for q, docs in qrels.items() if any(g > 0 for g in docs.values())}
+    return {q: v["ndcg_cut_10"] for q, v in res.items() if q in relevant}
+
+
+def _trec_file(path: Path, columns: tuple[int, int, int]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        q, d, v = (parts[i] for i in columns)
+        out.setdefault(q, {})[d] = float(v)
+    return out
+
+
+def test_inputs_that_need_pandas_give_pytrec_evals_figures(tmp_path: Path) -> None:
+    # a grade map, a CSV run, --out and DuckDB take the general readers and writers (with
+    # pandas): each prints the figures pytrec_eval gives on the same input
+    qrels = {q: {d: int(g) for d, g in docs.items()}
+             for q, docs in _trec_file(DATA / "human.qrels", (0, 2, 3)).items()}
+    mapped = {q: {d: 2 if g == 3 else g for d, g in docs.items()} for q, docs in qrels.items()}
+    run = _trec_file(Path(RUNS[0]), (0, 2, 4))
     csv = tmp_path / "run.csv"
     csv.write_text("query_id,chunk_id,score\n19335,8412684,3.0\n19335,7267248,2.0\n")
-    for extra in (["--run", RUNS[0], "--grade-map", "3=2"], ["--run", str(csv)],
-                  ["--run", RUNS[0], "--out", str(tmp_path / "out.json")],
-                  ["--run", RUNS[0], "--engine", "duckdb"]):
+    csv_run = {"19335": {"8412684": 3.0, "7267248": 2.0}}
+    out_file = tmp_path / "out.json"
+    cases = [(["--run", RUNS[0], "--grade-map", "3=2"], _trec_ndcg10(mapped, run)),
+             (["--run", str(csv)], _trec_ndcg10(qrels, csv_run)),
+             (["--run", RUNS[0], "--out", str(out_file)], _trec_ndcg10(qrels, run)),
+             (["--run", RUNS[0], "--engine", "duckdb"], _trec_ndcg10(qrels, run))]
+    assert _trec_ndcg10(mapped, run) != _trec_ndcg10(qrels, run)   # the map changes figures
+    for extra, expected in cases:
         if "duckdb" in extra:
             pytest.importorskip("duckdb")
         proc = subprocess.run([sys.executable, "-m", "labeler", "score", "--qrels",
                                str(DATA / "human.qrels"), *extra, "--json"],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
-        assert json.loads(proc.stdout)["runs"]
+        (figures,) = json.loads(proc.stdout)["runs"].values()
+        per_query = figures["ndcg@10"]["per_query"]
+        assert per_query == pytest.approx(expected, abs=1e-12), extra
+        assert figures["ndcg@10"]["mean"] == pytest.approx(
+            sum(expected.values()) / len(expected), abs=1e-12)
+        if "--out" in extra:
+            assert json.loads(out_file.read_text()) == json.loads(proc.stdout)

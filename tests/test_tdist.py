@@ -1,4 +1,4 @@
-"""The t quantile and interval of ``labeler score`` (no scipy at run time) against scipy."""
+"""The t quantile and the one t interval of a mean (no scipy at run time) against scipy."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from labeler.scoring.tdist import mean_ci, t_cdf, t_quantile
-from labeler.statistics.inference import mean_ci as scipy_mean_ci
+from labeler import statistics
+from labeler.errors import InputError
+from labeler.tdist import mean_ci, t_cdf, t_quantile
 
 DFS = [*range(1, 120), 150, 333, 998, 999, 1000, 1001, 4096, 10_000, 123_456, 10**6]
 
@@ -27,10 +28,18 @@ def test_t_cdf_equals_scipy() -> None:
 @pytest.mark.parametrize("n", [2, 3, 10, 43, 1500])
 def test_mean_ci_equals_scipy(n: int) -> None:
     values = np.random.default_rng(n).random(n)
-    ours, ref = mean_ci(values), scipy_mean_ci(values)
-    assert ours is not None and ref is not None
-    assert ours == pytest.approx(ref, abs=1e-12)
+    ref = stats.t.interval(0.9, n - 1, loc=values.mean(), scale=stats.sem(values))
+    ours = mean_ci(values, level=0.9)
+    assert ours is not None and ours == pytest.approx(ref, abs=1e-12)
     assert mean_ci([0.5]) is None and mean_ci([0.3, 0.3]) is None
+
+
+def test_one_mean_ci_for_the_scorer_and_the_statistics() -> None:
+    from labeler.statistics import inference
+
+    assert statistics.mean_ci is mean_ci and inference.mean_ci is mean_ci
+    with pytest.raises(InputError):
+        mean_ci([0.5, float("inf")])
 
 
 def test_bad_arguments() -> None:

@@ -13,7 +13,7 @@ import click
 
 from labeler.cli import main
 from labeler.cli.options import InputFormats, echo_result, format_option
-from labeler.schema import GAINS
+from labeler.schema import GAINS, Gain
 
 
 @main.command("certify", epilog="""\
@@ -48,7 +48,7 @@ Examples:
 @click.option("--report", "report_dir", metavar="DIR", default=None,
               help="Write report.json, report.md and report.html into DIR.")
 def certify_cmd(human_paths: tuple[str, ...], llm_path: str, run_paths: tuple[str, ...],
-                design_path: str | None, top: int, alpha: float, k: int, gain: str,
+                design_path: str | None, top: int, alpha: float, k: int, gain: Gain,
                 fmt: tuple[str, ...], as_json: bool, report_dir: str | None) -> None:
     """Which runs are proven better, however often you look: confidence sequences of
     every run's mean NDCG@k and every pair's difference that hold at every look.

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from labeler.schema import GAINS
+from labeler.schema import GAINS, Gain
 from labeler.cli import main
 from labeler.cli.options import (HUMAN_MANY, InputFormats, echo_result, format_option, read_humans,
                                  read_side, stats_options, stats_settings)
@@ -42,7 +42,7 @@ Examples:
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True,
               help="Cut-off of NDCG@k (and of the judged share). Default 10; one per "
                    "comparison.")
-@click.option("--measure", default=None, metavar="M",
+@click.option("-m", "--measure", default=None, metavar="M",
               help="Compare by this measure instead of NDCG@k, named as ir_measures writes "
                    "it: nDCG@k, P@k, R@k, RR, AP, AP@k, Judged@k, P(rel=2)@10 ...")
 @format_option("human", "llm", "run", "queries")
@@ -72,7 +72,7 @@ Examples:
                    "queries every run scores under both label sets.")
 @stats_options()
 def compare_cmd(human_paths: tuple[str, ...], llm_path: str, run_paths: tuple[str, ...],
-                ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: str,
+                ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: Gain,
                 include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,
                 queries_path: str | None, top: int, as_json: bool, report_dir: str | None,
                 agreement_path: str | None, title: str, complete: bool, **stats: Any) -> None:

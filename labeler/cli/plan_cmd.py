@@ -14,7 +14,7 @@ import click
 from labeler.cli import main
 from labeler.cli.options import (HUMAN_MANY, InputFormats, echo_result, format_option,
                                  read_humans, read_side)
-from labeler.schema import GAINS
+from labeler.schema import GAINS, Gain
 
 
 @main.command("plan", epilog="""\
@@ -57,7 +57,7 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def plan_cmd(human_paths: tuple[str, ...], llm_path: str, run_paths: tuple[str, ...],
              half_width: float,
-             pairs: bool, design_path: str | None, minutes: float | None, k: int, gain: str,
+             pairs: bool, design_path: str | None, minutes: float | None, k: int, gain: Gain,
              grade_map_human: str | None, grade_map_llm: str | None, fmt: tuple[str, ...],
              as_json: bool) -> None:
     """How many queries people must label so that every run's prediction-powered interval

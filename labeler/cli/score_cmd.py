@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from labeler.schema import GAINS, IDEALS
+from labeler.schema import GAINS, IDEALS, Gain, Ideal
 from labeler.cli import main
 from labeler.cli.options import InputFormats, format_option
+from labeler._lean import declare_lean
+
+declare_lean(__name__)   # `labeler score` on plain files starts without pandas
 
 if TYPE_CHECKING:
     from labeler.scoring.results import ScoreResult
@@ -39,7 +42,7 @@ Examples:
                    "NAME=PATH names the run (the name wins over the file's tag).")
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True,
               help="NDCG cut-off; repeat for several (--k 5 --k 10). Default 10.")
-@click.option("--measure", "measures", multiple=True, metavar="M",
+@click.option("-m", "--measure", "measures", multiple=True, metavar="M",
               help="Another measure, named as ir_measures writes it: nDCG@k, nDCG, P@k, "
                    "R@k, RR, RR@k, AP, AP@k, Rprec, Bpref, Success@k, Judged@k, with a "
                    "relevance level for the binary ones as in P(rel=2)@10; trec_eval names "
@@ -77,12 +80,12 @@ Examples:
               help="Where DuckDB spills to disk (default: a temporary directory).")
 def score_command(qrels: str, runs: tuple[str, ...], ks: tuple[int, ...],
                   measures: tuple[str, ...], as_json: bool, as_trec: bool, complete: bool,
-                  gain: str, ideal: str, include_empty: bool, fmt: tuple[str, ...],
+                  gain: Gain, ideal: Ideal, include_empty: bool, fmt: tuple[str, ...],
                   grade_map: str | None, per_query: bool, out: str | None, engine: str,
                   memory_limit: str | None, temp_dir: str | None) -> None:
     """NDCG@k (and any --measure) of each run against the qrels: mean, median, queries,
     judged share."""
-    from labeler._arrow import allow_pandas, without_pandas
+    from labeler._lean import allow_pandas, without_pandas
     from labeler.errors import ConfigError
     from labeler.io.arrow_read import split_run_spec
     from labeler.io.guard import check_outputs

@@ -15,6 +15,10 @@ import re
 import sys
 from typing import Any
 
+from labeler._lean import declare_lean
+
+declare_lean(__name__)   # drawn by `labeler score`, without pandas
+
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07?|[\x00-\x1f\x7f-\x9f]")
 
 

@@ -22,7 +22,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from labeler._lean import declare_lean
 from labeler.io.lines import read_space_separated
+
+declare_lean(__name__)   # `labeler score` reads plain files without pandas
 
 __all__ = ["read_qrels_arrow", "read_runs_arrow", "split_run_spec"]
 

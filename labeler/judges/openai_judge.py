@@ -40,6 +40,7 @@ from labeler.judges.parse import (
     parse_answer,
     read_completion,
     tokens_of,
+    usage_known_of,
 )
 from labeler.judges.structured import (
     MODES,
@@ -205,12 +206,13 @@ class OpenAIJudge:
         tokens = (done.input_tokens, done.output_tokens)
         if not done.text.strip():
             raise billed(JudgeError(f"empty answer from the model (finish_reason="
-                                    f"{done.finish_reason})", retryable=True), *tokens)
+                                    f"{done.finish_reason})", retryable=True), *tokens,
+                         usage_known=done.usage_known)
         try:
             judgement = parse_answer(done.text)
             eg = checked_expected_grade(done.logprobs) if self.logprobs and done.logprobs else None
         except JudgeError as exc:
-            raise billed(exc, *tokens) from None
+            raise billed(exc, *tokens, usage_known=done.usage_known) from None
         return Verdict(grade=int(judgement.grade), rationale=clean_text(judgement.rationale),
                        input_tokens=tokens[0], output_tokens=tokens[1], expected_grade=eg,
                        raw=done.text, usage_known=done.usage_known)
@@ -235,24 +237,26 @@ class OpenAIJudge:
                        first: JudgeError) -> Verdict:
         """One more call with the bad answer and a correction (never the same request)."""
         in1, out1 = tokens_of(first)
+        known1 = usage_known_of(first)   # the first answer's tokens count in either outcome
         fixed = [*messages, {"role": "assistant", "content": (first.last_answer or "")[:1000]},
                  {"role": "user", "content": CORRECTION.format(reason=first.message[:200])}]
         try:
             verdict = self.parse_response(await self._complete(fixed, sample))
         except JudgeError as exc:
             in2, out2 = tokens_of(exc)
+            known = known1 and usage_known_of(exc)
             if isinstance(exc, RetryableError):
-                raise billed(exc, in1 + in2, out1 + out2) from None
+                raise billed(exc, in1 + in2, out1 + out2, known) from None
             # At temperature 0 the same request gives the same answer: do not ask again.
             again = JudgeError(f"{exc.message} (also after a correction; first answer: "
                                f"{first.message})", retryable=self.temperature > 0,
                                last_answer=exc.last_answer)
-            raise billed(again, in1 + in2, out1 + out2) from None
+            raise billed(again, in1 + in2, out1 + out2, known) from None
         return Verdict(grade=verdict.grade, rationale=verdict.rationale,
                        input_tokens=verdict.input_tokens + in1,
                        output_tokens=verdict.output_tokens + out1,
                        expected_grade=verdict.expected_grade, raw=verdict.raw,
-                       usage_known=verdict.usage_known)
+                       usage_known=known1 and verdict.usage_known)
 
     async def preflight(self) -> None:
         """One cheap call with a short timeout: unreachable endpoint or bad key → EndpointError.

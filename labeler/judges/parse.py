@@ -239,16 +239,24 @@ class Completion:
     """False when ``usage`` is missing or unreadable: the tokens above are then 0, unknown."""
 
 
-def billed(exc: JudgeError, input_tokens: int, output_tokens: int) -> JudgeError:
-    """``exc`` carrying the tokens of the attempt that raised it (counted in the cost)."""
+def billed(exc: JudgeError, input_tokens: int, output_tokens: int,
+           usage_known: bool = True) -> JudgeError:
+    """``exc`` carrying the tokens of the attempt that raised it (counted in the cost);
+    ``usage_known`` False when the answer's ``usage`` was unreadable (its tokens unknown)."""
     exc.input_tokens = input_tokens  # type: ignore[attr-defined]
     exc.output_tokens = output_tokens  # type: ignore[attr-defined]
+    exc.usage_known = usage_known  # type: ignore[attr-defined]
     return exc
 
 
 def tokens_of(exc: BaseException) -> tuple[int, int]:
     """The (input, output) tokens billed for the attempt that raised ``exc`` (0, 0 if none)."""
     return int(getattr(exc, "input_tokens", 0)), int(getattr(exc, "output_tokens", 0))
+
+
+def usage_known_of(exc: BaseException) -> bool:
+    """False when the attempt that raised ``exc`` had an answer with an unreadable ``usage``."""
+    return bool(getattr(exc, "usage_known", True))
 
 
 MAX_TOKENS = 10**9
@@ -276,18 +284,14 @@ def read_usage(body: Any) -> tuple[int, int, bool]:
     return tin or 0, tout or 0, tin is not None and tout is not None
 
 
-def usage_tokens(body: Any) -> tuple[int, int]:
-    """(prompt_tokens, completion_tokens) of a body's ``usage``; unreadable values count 0."""
-    return read_usage(body)[:2]
-
-
 def read_completion(body: Any) -> Completion:
     """The first choice of a chat.completion body; ``RetryableError`` if it is malformed."""
     *counts, known = read_usage(body)
     tokens = (counts[0], counts[1])
 
     def bad(why: str) -> JudgeError:
-        return billed(RetryableError(f"malformed response from the endpoint ({why})"), *tokens)
+        return billed(RetryableError(f"malformed response from the endpoint ({why})"), *tokens,
+                      usage_known=known)
 
     if not isinstance(body, dict):
         raise bad(f"the body is {type(body).__name__}, not an object")

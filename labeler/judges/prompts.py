@@ -41,8 +41,6 @@ from labeler.errors import ConfigError
 USER_MARKER = "---user---"
 PLACEHOLDERS = ("query", "chunk")
 """Placeholders every template needs."""
-OPTIONAL_PLACEHOLDERS = ("description", "narrative", "examples")
-"""Placeholders a template may use (see the module docstring)."""
 NOT_GIVEN = "(not given)"
 TOPIC_COLUMNS = ("description", "narrative")
 """Optional query columns (TREC topic fields) that reach prompts using them."""

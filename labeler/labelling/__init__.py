@@ -21,6 +21,5 @@ _NAMES = {
     "RetryPolicy": "limits",
     "RateLimiter": "limits",
 }
-__all__ = ["LabelCache", "LabelResult", "LabelSummary", "RateLimiter", "RetryPolicy", "label",
-           "pool", "pool_pairs"]
+__all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

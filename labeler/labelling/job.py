@@ -23,7 +23,7 @@ from labeler.labelling.cache import CacheError, LabelCache
 from labeler.fmt import clean_text
 from labeler.errors import EndpointError, Interrupted, JudgeError
 from labeler.judges import Judge, Verdict
-from labeler.judges.parse import tokens_of
+from labeler.judges.parse import tokens_of, usage_known_of
 from labeler.labelling.limits import RateLimiter, RetryPolicy
 from labeler.schema import LABEL_COLUMNS, STATUS, STATUS_FAILED, STATUS_OK
 
@@ -59,6 +59,7 @@ class Job:
         self.cached = bytearray(n)
         self.tokens_in = [0] * n  # billed in this job, failed attempts included
         self.tokens_out = [0] * n
+        self.usage_unknown = [False] * n  # an attempt's answer had an unreadable `usage`
         self.keys: dict[int, str] = {}
         self._cache_seen = cache  # kept for its warnings after a fault drops it
         self._writes = True
@@ -323,6 +324,9 @@ class Job:
             verdict = await self.judge.judge(query, chunk, sample)
         except JudgeError as exc:
             self._bill(slot, *tokens_of(exc))
+            if not usage_known_of(exc):   # an answer came, its tokens unknown: never a 0
+                self.usage_unknown[slot] = True
+                self.no_usage += 1
             self._heard(exc)
             raise
         self._heard(None)
@@ -355,7 +359,8 @@ class Job:
                 # job, which bills its votes itself): what its verdict cost
                 v = self.verdicts[slot]
                 vin, vout = (v.input_tokens, v.output_tokens) if v is not None else (0, 0)
-                unknown = unknown or (v is not None and not v.usage_known)
+                unknown = (unknown or (v is not None and not v.usage_known)
+                           or (self.usage_unknown[slot] and not self.cached[slot]))
                 if self.cached[slot]:
                     tin, tout = tin + vin, tout + vout
                 else:

@@ -18,9 +18,10 @@ import json
 import os
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tenacity import (
@@ -98,19 +99,24 @@ class RateLimiter:
 
     A request larger than the bucket waits for a full bucket and leaves it in debt, so the
     long-run rate holds for any request size. :meth:`adjust` corrects an estimate afterwards.
+    ``clock`` and ``sleep`` are the time it runs on (``time.monotonic``, ``asyncio.sleep``;
+    a test passes a virtual clock and waits for nothing).
     """
 
-    def __init__(self, per_minute: float, burst_s: float = 1.0) -> None:
+    def __init__(self, per_minute: float, burst_s: float = 1.0, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         if per_minute <= 0:
             raise ConfigError(f"rate limits must be positive, got {per_minute}")
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, self.rate * burst_s)
         self.tokens = self.capacity
-        self._stamp = time.monotonic()
+        self._clock, self._sleep = clock, sleep
+        self._stamp = clock()
         self._lock: asyncio.Lock | None = None
 
     def _refill(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         self.tokens = min(self.capacity, self.tokens + (now - self._stamp) * self.rate)
         self._stamp = now
 
@@ -122,7 +128,7 @@ class RateLimiter:
             need = min(n, self.capacity)
             self._refill()
             while self.tokens < need:
-                await asyncio.sleep((need - self.tokens) / self.rate)
+                await self._sleep((need - self.tokens) / self.rate)
                 self._refill()
             self.tokens -= n
 

@@ -24,7 +24,5 @@ _NAMES = {
     "judge_anchors": "anchors",
     "leaderboard_shift": "shift",
 }
-__all__ = ["Config", "RunOutcome", "accept_run", "check_config", "compute_drift",
-           "judge_anchors", "leaderboard_shift", "load_config", "parse_config", "read_anchors",
-           "run_pipeline"]
+__all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

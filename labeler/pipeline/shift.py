@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from labeler.schema import STATUS, STATUS_OK
+from labeler.schema import STATUS, STATUS_OK, Gain
 from labeler.statistics.options import StatsOptions
 
 __all__ = ["CHANGES", "leaderboard_shift", "tau_ap_interval"]
@@ -33,7 +33,7 @@ def _qrels(labels: pd.DataFrame) -> pd.DataFrame:
     return ok.loc[ok["grade"].notna(), ["query_id", "chunk_id", "grade"]]
 
 
-def _per_query(qrels: pd.DataFrame, runs: pd.DataFrame, k: int, gain: str,
+def _per_query(qrels: pd.DataFrame, runs: pd.DataFrame, k: int, gain: Gain,
                include_empty: bool) -> pd.DataFrame:
     """``system, query_id, value``: NDCG@k of each run per query under ``qrels``."""
     from labeler.scoring.results import score

@@ -28,9 +28,7 @@ _NAMES = {
     "certify": "certification",
     "Certification": "certification",
 }
-__all__ = ["AgreementReport", "Calibration", "Certification", "Comparison", "Leaderboard",
-           "Plan", "Reconciliation", "certify", "combine_human", "compare", "labelled_queries",
-           "more_queries", "propose_sample", "reconcile", "sample_queries"]
+__all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 # agreement(), calibrate(), blend(), leaderboard() and plan() are reached through their modules
 # (labeler.reconciliation.agreement.agreement ...): a package attribute named like a submodule
 # becomes that submodule once it is imported.

@@ -30,6 +30,7 @@ import pandas as pd
 
 from labeler import io
 from labeler.errors import ConfigError, InputError
+from labeler.schema import Gain
 from labeler.io.edges import QrelsLike, RunsLike
 from labeler.reconciliation.design import QueryDesign, _some, design_path, read_design
 from labeler.reconciliation.labelled import combine_human, query_coverage
@@ -158,7 +159,7 @@ def _design(design: QueryDesign | str | os.PathLike[str] | None,
     return read_design(design), str(design)
 
 
-def _ndcg(qrels: pd.DataFrame, run: pd.DataFrame, k: int, gain: str,
+def _ndcg(qrels: pd.DataFrame, run: pd.DataFrame, k: int, gain: Gain,
           queries: list[str], systems: list[str]) -> np.ndarray:
     from labeler.scoring.results import evaluate
 
@@ -189,7 +190,7 @@ def top_lists(run: pd.DataFrame, k: int, queries: list[str], systems: list[str]
 
 def certify(*, human: QrelsLike | Sequence[QrelsLike], llm: QrelsLike, runs: RunsLike,
             design: QueryDesign | str | os.PathLike[str] | None = None, top: int = 1,
-            alpha: float = 0.05, k: int = 10, gain: str = "linear",
+            alpha: float = 0.05, k: int = 10, gain: Gain = "linear",
             seed: int | None = None) -> Certification:
     """Confidence sequences of every run's mean NDCG@``k`` and every pair's difference over
     the design's queries, from the queries labelled so far (a front of the design's order),

@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from labeler import fmt, io
+from labeler.schema import Gain
 from labeler.io.edges import QrelsLike, QueriesLike, RunsLike
 
 from labeler.scoring import results as scoring
@@ -86,7 +87,7 @@ class Comparison:
     """
 
     k: int
-    gain: str
+    gain: Gain
     include_empty: bool
     runs: pd.DataFrame
     per_query: pd.DataFrame
@@ -252,7 +253,7 @@ def _labelled_item(r: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------- public API
 
 def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
-            gain: str = "linear", include_empty: bool = False, top: int = 10,
+            gain: Gain = "linear", include_empty: bool = False, top: int = 10,
             queries: QueriesLike = None,
             llm_scores: scoring.ScoreResult | None = None,
             stats: StatsOptions | None = None,
@@ -320,7 +321,7 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
 
 # ---------------------------------------------------------------------- pieces
 
-def _reusable(scores: scoring.ScoreResult, k: int, gain: str, include_empty: bool) -> bool:
+def _reusable(scores: scoring.ScoreResult, k: int, gain: Gain, include_empty: bool) -> bool:
     return (k in scores.ks and scores.gain == gain and scores.include_empty == include_empty
             and scores.ideal == "qrels")
 
@@ -485,7 +486,7 @@ def _per_query(human: pd.DataFrame, llm: pd.DataFrame, k: int) -> pd.DataFrame:
 
 
 def _ideal_ranking(human: pd.DataFrame, llm: pd.DataFrame, run_queries: set[str], k: int,
-                   gain: str) -> pd.DataFrame:
+                   gain: Gain) -> pd.DataFrame:
     """Human NDCG@k of each query's judged chunks ranked by LLM grade (trec_eval ties)."""
     both = set(human["query_id"]) & set(llm["query_id"]) & run_queries
     cols = ["query_id", "ndcg", "n_human", "n_llm"]

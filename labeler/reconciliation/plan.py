@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from labeler import io
+from labeler.schema import Gain
 from labeler.errors import InputError
 from labeler.io.edges import QrelsLike, RunsLike
 from labeler.statistics import planning
@@ -216,7 +217,7 @@ def _not_yet(p: Plan) -> dict[str, dict[str, Any]]:
             for t in p.targets if not t.plannable}
 
 
-def _table(qrels: pd.DataFrame, runs: pd.DataFrame, k: int, gain: str) -> pd.DataFrame:
+def _table(qrels: pd.DataFrame, runs: pd.DataFrame, k: int, gain: Gain) -> pd.DataFrame:
     from labeler.scoring.results import evaluate
 
     pq = evaluate(qrels, runs, k=k, gain=gain, include_empty=True).per_query
@@ -231,7 +232,7 @@ sheet next to it."""
 
 def plan(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, half_width: float,
          k: int = 10, pairs: bool = False, minutes_per_query: float | None = None,
-         gain: str = "linear", design: DesignLike = None) -> Plan:
+         gain: Gain = "linear", design: DesignLike = None) -> Plan:
     """How many labelled queries each run's 95% PPI interval of NDCG@``k`` (with ``pairs``:
     each difference between runs too) needs to be at most ±``half_width``, each counted in
     the run's own queries, how many more queries that takes in all, and how many the human

@@ -19,6 +19,5 @@ _NAMES = {
     "write_judges_report": "judges",
     "trec_eval_text": "trec_text",
 }
-__all__ = ["render_html", "render_markdown", "trec_eval_text", "write_judges_report",
-           "write_report"]
+__all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

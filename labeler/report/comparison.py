@@ -53,7 +53,6 @@ AGREEMENT_STATS: tuple[tuple[str, str], ...] = (
 
 
 fmt_num = fmt.num
-fmt_share = fmt.share
 _finite = fmt.finite
 
 

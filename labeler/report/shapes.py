@@ -12,7 +12,6 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 __all__ = ["AgreementView", "ComparisonView", "LabelResultView", "LeaderboardView",
@@ -211,6 +210,3 @@ class ScoreResultView(Protocol):
 
     def to_dict(self) -> dict[str, Any]: ...
 
-
-AgreementLike = AgreementView | Mapping[str, Any]
-"""An agreement report, or its ``to_dict()``."""

@@ -20,6 +20,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from labeler._lean import declare_lean
+
+declare_lean(__name__)   # `labeler score --trec` prints without pandas
+
 
 class FiguresView(Protocol):
     """A scoring's figures as flat arrays (what :class:`labeler.scoring.figures.Figures`

@@ -9,6 +9,9 @@ Usage::
 from __future__ import annotations
 
 from labeler._lazy import lazy_names
+from labeler._lean import declare_lean
+
+declare_lean(__name__ + ".")   # the scorer runs without pandas (labeler._lean)
 
 _NAMES = {
     "score": "results",
@@ -19,6 +22,5 @@ _NAMES = {
     "parse_measure": "measures",
     "parse_measures": "measures",
 }
-__all__ = ["Measure", "ScoreResult", "evaluate", "evaluate_files", "parse_measure",
-           "parse_measures", "score"]
+__all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -27,7 +27,6 @@ from labeler.scoring.measures import Measure
 
 SUMMARY_COLUMNS = ["system", "k", "mean", "median", "n_queries", "n_empty", "judged_share",
                    "n_not_in_qrels"]
-VALUE_COLUMNS = ("system", "query_id", "measure", "value", "empty", "in_run")
 MEASURE_SUMMARY_COLUMNS = ["system", "measure", "mean", "median", "n_queries", "n_empty"]
 PER_QUERY_COLUMNS = ["system", "query_id", "k", "ndcg", "dcg", "idcg", "judged_at_k"]
 

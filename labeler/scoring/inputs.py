@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from labeler._arrow import allow_pandas, arrow_strings
+from labeler._arrow import arrow_strings
+from labeler._lean import allow_pandas
 from labeler.scoring.arrays import KernelOut, NeedsIO, QrelsArrays, RunArrays
 from labeler.scoring.ndcg import kernel
 

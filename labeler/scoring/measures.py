@@ -2,7 +2,8 @@
 
 A :class:`Measure` is parsed from text (ir_measures names, or trec_eval's ``ndcg_cut.10``,
 ``P_10``, ``recall.100``, ``recip_rank``, ``map``, ``map_cut.100``) and prints back in the
-canonical ir_measures form, which is also its JSON key. Per query, each equals trec_eval:
+canonical ir_measures form, which is also its JSON key. Each is declared once, with its
+kernel, in :mod:`labeler.scoring.registry`. Per query, each equals trec_eval:
 
 | measure | trec_eval | per query |
 | --- | --- | --- |
@@ -31,31 +32,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from labeler.errors import ConfigError
+from labeler.scoring.registry import MEASURES, MeasureDef
 
 __all__ = ["MEASURE_NAMES", "Measure", "parse_measure", "parse_measures"]
 
-MEASURE_NAMES = ("nDCG", "P", "R", "RR", "AP", "Judged", "Rprec", "Bpref", "Success")
-_NEEDS_CUTOFF = {"P", "R", "Judged", "Success"}
-_NO_CUTOFF = {"Rprec", "Bpref"}
-_HAS_REL = {"P", "R", "RR", "AP", "Rprec", "Bpref", "Success"}
-_ALIASES = {
-    "ndcg": "nDCG", "p": "P", "precision": "P", "r": "R", "recall": "R", "rr": "RR",
-    "mrr": "RR", "recip_rank": "RR", "ap": "AP", "map": "AP", "judged": "Judged",
-    "ndcg_cut": "nDCG", "map_cut": "AP", "rprec": "Rprec", "r-prec": "Rprec",
-    "bpref": "Bpref", "success": "Success",
-}
-_TREC = {"nDCG": "ndcg_cut_{k}", "P": "P_{k}", "R": "recall_{k}", "AP": "map_cut_{k}",
-         "Success": "success_{k}"}
-_TREC_UNCUT = {"nDCG": "ndcg", "RR": "recip_rank", "AP": "map", "Rprec": "Rprec",
-               "Bpref": "bpref"}
+MEASURE_NAMES: tuple[str, ...] = tuple(MEASURES)
+_NEEDS_CUTOFF = {n for n, d in MEASURES.items() if d.cutoff == "required"}
+_NO_CUTOFF = {n for n, d in MEASURES.items() if d.cutoff == "none"}
+_HAS_REL = {n for n, d in MEASURES.items() if d.rel}
+_ALIASES = {alias: n for n, d in MEASURES.items() for alias in d.aliases}
+_TREC = {n: d.trec_cut for n, d in MEASURES.items() if d.trec_cut}
+_TREC_UNCUT = {n: d.trec_uncut for n, d in MEASURES.items() if d.trec_uncut}
 _PATTERN = re.compile(r"^(?P<name>[A-Za-z_]+?)(?:\((?P<params>[^)]*)\))?"
                       r"(?:(?:@|\.|_)(?P<cut>[+-]?\d+))?$")
-_HELP = ("use nDCG, nDCG@k, P@k, R@k, RR, RR@k, AP, AP@k, Rprec, Bpref, Success@k or "
-         "Judged@k, with an optional relevance level for P, R, RR, AP, Rprec, Bpref and "
-         "Success, e.g. P(rel=2)@10")
+
+
+def _forms(d: MeasureDef) -> str:
+    return {"required": f"{d.name}@k", "optional": f"{d.name}, {d.name}@k",
+            "none": d.name}[d.cutoff]
+
+
+_HELP = ("use " + ", ".join(_forms(d) for d in MEASURES.values())
+         + ", with an optional relevance level for " + ", ".join(
+             n for n, d in MEASURES.items() if d.rel) + ", e.g. P(rel=2)@10")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Measure:
     name: str
     cutoff: int | None = None
     rel: int = 1
+    asked: str | None = field(default=None, compare=False, repr=False)
+    """The name it was asked by (``ndcg_cut.10``), kept for the output; not part of its
+    identity (``ndcg_cut.10`` and ``nDCG@10`` are one measure)."""
 
     def __post_init__(self) -> None:
         if self.name not in MEASURE_NAMES:
@@ -95,8 +100,9 @@ class Measure:
 
     @property
     def key(self) -> str:
-        """The JSON key: the canonical name, e.g. ``"P(rel=2)@10"``."""
-        return str(self)
+        """The JSON key and the name in every table: the measure as it was asked
+        (``ndcg_cut.10`` stays ``ndcg_cut.10``), else its canonical name."""
+        return self.asked or str(self)
 
     @property
     def depth(self) -> int | None:
@@ -126,8 +132,8 @@ def parse_measure(text: str | Measure) -> Measure:
     if isinstance(text, Measure):
         return text
     raw = str(text).strip()
-    if raw.lower() in ("r-prec", "r_prec"):
-        raw = "Rprec"
+    if raw.lower() in _ALIASES and "-" in raw:   # r-prec: no cut-off to split off
+        raw = _ALIASES[raw.lower()]
     match = _PATTERN.match(raw.replace(" ", ""))
     if not match:
         raise ConfigError(f"cannot read the measure {raw!r}: {_HELP}")
@@ -142,7 +148,7 @@ def parse_measure(text: str | Measure) -> Measure:
                               "the only parameter is rel=<integer>, e.g. P(rel=2)@10")
         rel = int(value)
     cutoff = int(match["cut"]) if match["cut"] is not None else None
-    return Measure(name, cutoff, rel)
+    return Measure(name, cutoff, rel, asked=raw)
 
 
 def parse_measures(texts: Iterable[str | Measure]) -> list[Measure]:

@@ -21,14 +21,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
 from labeler import fmt
-from labeler._arrow import allow_pandas, without_pandas
+from labeler._lean import allow_pandas, without_pandas
 from labeler.errors import ConfigError
-from labeler.schema import GAINS, IDEALS
+from labeler.schema import GAINS, IDEALS, Gain, Ideal
 from labeler.scoring.arrays import KernelOut, discounts, gain_of
 from labeler.scoring.figures import (MEASURE_SUMMARY_COLUMNS, PER_QUERY_COLUMNS,
                                      SUMMARY_COLUMNS, Figures, build_figures)
@@ -42,10 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["PER_QUERY_COLUMNS", "SUMMARY_COLUMNS", "ScoreResult", "dcg", "evaluate",
            "evaluate_files", "frames_of", "ndcg_at_k", "score"]
 
-Gain: TypeAlias = str
-"""``"linear"`` or ``"exponential"`` (checked when called)."""
-Ideal: TypeAlias = str
-"""``"qrels"`` or ``"run"`` (checked when called)."""
+Engine = Literal["auto", "memory", "duckdb"]
+"""Where :func:`score` computes: in memory, out of core with DuckDB, or ``auto`` (by size)."""
 
 
 # --------------------------------------------------------------------------- lists of grades
@@ -193,8 +191,14 @@ class ScoreResult:
         raise KeyError(f"no score for system {system!r} at k={k}; have systems "
                        f"{self.systems} and k {self.ks}")
 
+    def key_of(self, measure: str | Measure) -> str:
+        """The name ``measure`` has in this result's tables: as it was asked (``P.10`` asked,
+        ``P@10`` looked up: ``P.10``)."""
+        wanted = parse_measure(measure)
+        return next((m.key for m in self.measures if m == wanted), wanted.key)
+
     def _measure_row(self, system: str, measure: str | Measure) -> tuple[Any, ...]:
-        key = str(parse_measure(measure))
+        key = self.key_of(measure)
         for row in self.figures.measure_rows:
             if row[0] == system and row[1] == key:
                 return row
@@ -205,7 +209,7 @@ class ScoreResult:
         """The ``--json`` object: ``{"k": [...], "runs": {tag: {"ndcg@k": {...},
         "<measure>": {...}}}}``; each measure has ``ci``, the 95% t-interval of its mean, clipped
         to [0, 1] where every measure lies (null below two queries)."""
-        from labeler.scoring.tdist import mean_ci
+        from labeler.tdist import mean_ci
 
         f = self.figures
         runs: dict[str, Any] = {s: {} for s in self.systems}
@@ -335,7 +339,7 @@ def frames_of(result: ScoreResult, measure: str | Measure | None, k: int
 
     if measure is None:
         return result.summary, result.per_query
-    key = str(parse_measure(measure))
+    key = result.key_of(measure)
     ms = result.measure_summary
     ms = ms.loc[ms["measure"] == key, ["system", "mean", "median", "n_queries"]]
     base = result.summary.loc[result.summary["k"] == k].drop(columns=["mean", "median",
@@ -454,7 +458,7 @@ def _depth(measures: list[Measure]) -> int | None:
 
 
 def _check_options(k: int | Sequence[int] | None, gain: str, ideal: str,
-                   measures: bool = False) -> tuple[list[int], str, str]:
+                   measures: bool = False) -> tuple[list[int], Gain, Ideal]:
     """Cut-offs, gain and ideal checked; no ``k`` means NDCG@10."""
     _check_gain(gain)
     if ideal not in IDEALS:
@@ -469,7 +473,7 @@ def _check_options(k: int | Sequence[int] | None, gain: str, ideal: str,
         value = _check_k(value)
         if value not in ks:
             ks.append(value)
-    return ks, gain, ideal
+    return ks, cast(Gain, gain), cast(Ideal, ideal)
 
 
 def _check_gain(gain: str) -> None:
@@ -495,14 +499,49 @@ def _result(out: KernelOut, ks: list[int], gain: str, ideal: str, include_empty:
 
 def score(qrels: Any, runs: Any, *, k: int | Sequence[int] | None = None, gain: Gain = "linear",
           ideal: Ideal = "qrels", include_empty: bool = False,
-          measures: Sequence[str | Measure] = (), complete: bool = False) -> ScoreResult:
+          measures: Sequence[str | Measure] = (), complete: bool = False,
+          engine: Engine = "memory", memory_limit: str | None = None,
+          temp_dir: str | os.PathLike[str] | None = None) -> ScoreResult:
     """NDCG@k (and ``measures``) of every run against ``qrels``: :func:`evaluate` with
     keyword options; ``runs`` may also be ``{name: run}`` or a list of ``NAME=PATH``.
+
+    ``engine="duckdb"`` streams run files out of core (extra ``labeler[duckdb]``; ``qrels``
+    and ``runs`` are then files: a path, paths or ``NAME=PATH``, or ``{name: path}``;
+    ``memory_limit`` such as ``"2GB"``, ``temp_dir`` where it spills), with the same values;
+    ``"auto"`` picks it when run files are large for this machine's memory, as
+    ``labeler score --engine`` does.
 
     Usage: ``labeler.score("human.qrels", {"bm25": "bm25.run"}, k=[5, 10], measures=["AP"])``
     """
     from labeler import io
 
+    if engine not in ("auto", "memory", "duckdb"):
+        raise ConfigError(f"engine must be auto, memory or duckdb, got {engine!r}")
+    files = _run_files(runs) if engine != "memory" and _is_path(qrels) else None
+    if files is not None:
+        return evaluate_files(qrels, files, k, gain, ideal, include_empty, measures=measures,
+                              complete=complete, engine=engine, memory_limit=memory_limit,
+                              temp_dir=temp_dir)
+    if engine == "duckdb":
+        raise ConfigError("engine duckdb reads files: give qrels and runs as paths (a path, "
+                          "paths or NAME=PATH, or {name: path}), or use engine memory")
     return evaluate(qrels, io.as_runs(runs) if isinstance(runs, (list, tuple, Mapping))
                     else runs, k, gain, ideal, include_empty, measures=measures,
                     complete=complete)
+
+
+def _is_path(obj: Any) -> bool:
+    return isinstance(obj, (str, os.PathLike)) and not str(obj).startswith("irds:")
+
+
+def _run_files(runs: Any) -> list[Any] | None:
+    """``runs`` as :func:`evaluate_files` takes them, or None when they are not all files."""
+    if isinstance(runs, Mapping):
+        if runs and all(_is_path(v) for v in runs.values()):
+            return [(str(name), path) for name, path in runs.items()]
+        return None
+    if _is_path(runs):
+        return [runs]
+    if isinstance(runs, (list, tuple)) and runs and all(_is_path(r) for r in runs):
+        return list(runs)
+    return None

@@ -33,7 +33,5 @@ _NAMES = {
     "mean_cs": "certify",
     "MeanCS": "certify",
 }
-__all__ = ["MeanCS", "PPIEstimate", "PairFamily", "PairedTest", "Significance", "StatsOptions",
-           "headline", "holm", "holm_array", "mean_ci", "mean_cs", "pair_family", "paired_t_many",
-           "paired_test", "ppi_mean", "ppi_mean_diff", "select_pairs", "significance"]
+__all__ = list(_NAMES)   # the public names are the lazy table's, in its order
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -3,7 +3,8 @@
 Pure functions on arrays of per-query values (numpy/scipy only, no pandas):
 
 - :func:`mean_ci` — the 95% Student-t interval of a mean (``scipy.stats.t.interval``),
-  clipped to ``bounds`` when the values are known to lie there (NDCG: ``(0, 1)``).
+  clipped to ``bounds`` when the values are known to lie there (NDCG: ``(0, 1)``); it is
+  :func:`labeler.tdist.mean_ci`, the scorer's own (no scipy at run time).
 - :func:`paired_test` — two-sided paired test of two runs over the same queries: the t-test
   (``scipy.stats.ttest_rel``) or Fisher's sign-flip randomization test
   (``scipy.stats.permutation_test``; every sign pattern is enumerated when there are no more
@@ -28,20 +29,19 @@ import inspect
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from labeler.errors import ConfigError, InputError
 from labeler.statistics.pairs import holm
+from labeler.tdist import mean_ci
 
 __all__ = ["DEFAULT_ALPHA", "DEFAULT_PERMUTATIONS", "LEVEL", "TESTS", "PairedTest", "check_alpha",
            "holm", "mean_ci", "more_queries_to_halve", "paired_test", "significant"]
 
 TESTS: tuple[str, ...] = ("t", "randomization")
 """Names of the paired tests (``--test``)."""
-Test = Literal["t", "randomization"]
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_ALPHA = 0.05
 LEVEL = 0.95
@@ -62,35 +62,6 @@ def check_alpha(alpha: float) -> float:
 
 
 # ---------------------------------------------------------------------- intervals
-
-def mean_ci(values: ArrayLike, level: float = LEVEL,
-            bounds: tuple[float, float] | None = None) -> tuple[float, float] | None:
-    """The Student-t interval of the mean of ``values`` at ``level`` (default 95%):
-    ``scipy.stats.t.interval(level, n - 1, loc=mean, scale=sem)``, clipped to ``bounds``
-    (e.g. ``(0, 1)`` for NDCG, whose mean cannot leave them). ``None`` when there are
-    fewer than two values or they do not vary (no spread to measure).
-
-    Usage: ``mean_ci([0.61, 0.55, 0.72, 0.40])`` → ``(0.3577..., 0.7822...)``
-    """
-    # scipy.stats.t.interval is loc + t.ppf(q) * scale, and t.ppf is scipy.special.stdtrit:
-    # calling it directly gives the same figures without importing scipy.stats (about a
-    # second of start-up that `labeler score` does not need).
-    from scipy.special import stdtrit
-
-    a = _array(values)
-    n = len(a)
-    if n < 2 or np.ptp(a) == 0:
-        return None
-    sem = float(np.std(a, ddof=1) / np.sqrt(n))
-    if not sem > 0:
-        return None
-    mean = float(a.mean())
-    lo = mean + float(stdtrit(n - 1, (1 - level) / 2)) * sem
-    hi = mean + float(stdtrit(n - 1, (1 + level) / 2)) * sem
-    if bounds is not None:
-        lo, hi = min(max(lo, bounds[0]), bounds[1]), max(min(hi, bounds[1]), bounds[0])
-    return lo, hi
-
 
 def more_queries_to_halve(n: int, level: float = LEVEL) -> int | None:
     """How many more queries (same spread) halve the width of a t-interval over ``n`` queries:

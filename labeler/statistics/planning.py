@@ -56,9 +56,6 @@ ASSURANCE_HUMAN_PAIR = 0.72
 """The same for the human-only interval of a difference between two runs."""
 KURTOSIS_HUMAN = 1.0
 """The excess kurtosis assumed for a run's human NDCG per query (the human-only interval)."""
-TARGET = 0.8
-"""The smallest share of draws of the number named that reach ±W, as measured (the bar the
-settings above were tuned to)."""
 TARGET_WORDS = "about 80–90%"
 """The measured share of draws of the number named that reach ±W, in words."""
 

@@ -344,10 +344,6 @@ class PairFamily:
         return out
 
 
-PAIR_VERDICTS: tuple[str, ...] = ("a-better", "b-better", "unresolved")
-"""The verdicts of a PPI pair."""
-
-
 def pair_family(estimates: list[PPIEstimate], *, alpha: float = 0.05,
                 interval_alpha: float = 0.05,
                 bounds: tuple[float, float] | None = (-1.0, 1.0)) -> PairFamily:
@@ -378,25 +374,3 @@ def pair_family(estimates: list[PPIEstimate], *, alpha: float = 0.05,
         else:
             verdicts.append("unresolved")
     return PairFamily(tuple(estimates), tuple(adjusted), tuple(sim), tuple(verdicts))
-
-
-def more_to_halve(n: int, n_total: int, alpha: float = 0.05) -> int | None:
-    """How many more randomly drawn queries a human would judge to halve the plain PPI
-    interval of the queries target, if the spread of Δ stays what it is: the smallest m with
-    t(n+m−1)·sqrt((1 − (n+m)/N)/(n+m)) ≤ ½·t(n−1)·sqrt((1 − n/N)/n). ``None`` below
-    :data:`MIN_LABELLED` or when judging all ``n_total`` queries would not halve it (it
-    always does: the interval then has width 0).
-
-    Usage: ``more_to_halve(10, 43)`` → ``12``
-    """
-    if n < MIN_LABELLED or n >= n_total:
-        return None
-
-    def half(k: int) -> float:
-        return quantile(alpha, k - 1) * math.sqrt(max(0.0, 1 - k / n_total) / k)
-
-    target = half(n) / 2
-    for m in range(1, n_total - n + 1):
-        if half(n + m) <= target:
-            return m
-    return None

@@ -1,5 +1,6 @@
 """Student's t quantile and the t-interval of a mean without scipy (``labeler score``'s
-start-up does not pay for importing it); equal to ``scipy.stats.t.ppf`` to about 1e-12.
+start-up does not pay for importing it); equal to ``scipy.stats.t.ppf`` to about 1e-12. The
+one :func:`mean_ci` of the package: the scorer's ``ci`` and :mod:`labeler.statistics` use it.
 
 Integer degrees of freedom below 1,000: Newton's method on the closed-form CDF of
 Abramowitz & Stegun 26.7.3-4 (a finite sum of positive terms); from 1,000 on, the
@@ -7,7 +8,7 @@ Cornish-Fisher expansion of A&S 26.7.5 to the fourth order (its error is below 1
 
 Usage::
 
-    from labeler.scoring.tdist import mean_ci, t_quantile
+    from labeler.tdist import mean_ci, t_quantile
     t_quantile(0.975, 9)          # 2.2621571627...
     mean_ci([0.61, 0.55, 0.72, 0.40])
 """
@@ -18,6 +19,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
+from labeler.errors import InputError
 
 __all__ = ["mean_ci", "t_cdf", "t_quantile"]
 
@@ -95,14 +98,17 @@ def t_quantile(p: float, df: int) -> float:
 
 def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95,
             bounds: tuple[float, float] | None = None) -> tuple[float, float] | None:
-    """The Student-t interval of the mean of ``values`` at ``level``, as
+    """The Student-t interval of the mean of ``values`` at ``level`` (default 95%), as
     ``scipy.stats.t.interval(level, n - 1, loc=mean, scale=sem)``, clipped to ``bounds``
     (``(0, 1)`` for measures whose mean cannot leave them); None below two values or when
-    they do not vary.
+    they do not vary (no spread to measure). NaN or infinity is an
+    :class:`~labeler.errors.InputError`.
 
     Usage: ``mean_ci([0.61, 0.55, 0.72, 0.40])`` → ``(0.3577..., 0.7822...)``
     """
-    a = np.asarray(values, dtype=np.float64)
+    a = np.asarray(values, dtype=np.float64).reshape(-1)
+    if not np.isfinite(a).all():
+        raise InputError("values must be finite numbers (got NaN or infinity)")
     n = len(a)
     if n < 2 or np.ptp(a) == 0:
         return None
