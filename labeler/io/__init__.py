@@ -24,10 +24,11 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from labeler.io.convert import (is_irds, is_path, to_ir_measures, to_pyterrier,
                                     to_pytrec_eval, to_ranx)
     from labeler.io.edges import (PairsLike, as_corpus, as_labels, as_pairs, as_queries,
-                                  as_runs, chunk_texts, read_corpus, read_labels, read_pairs,
-                                  read_queries, read_runs)
-    from labeler.io.readers import (RunSpec, as_qrels, as_run, parse_named, parse_run_arg,
-                                    read_qrels, read_run, rename_aliases, run_stem)
+                                  chunk_texts, read_corpus, read_labels, read_pairs,
+                                  read_queries)
+    from labeler.io.readers import (RunSpec, as_qrels, as_run, as_runs, parse_named,
+                                    parse_run_arg, read_qrels, read_run, read_runs,
+                                    rename_aliases, run_stem)
     from labeler.io.writers import (atomic_path, write_json, write_labels, write_qrels,
                                     write_run, write_table, write_text)
 
@@ -38,15 +39,18 @@ _NAMES = {
                      "parse_grade_map", "parse_grades", "read_table"), "_base"),
     **dict.fromkeys(("is_irds", "is_path", "to_ir_measures", "to_pyterrier", "to_pytrec_eval",
                      "to_ranx"), "convert"),
-    **dict.fromkeys(("RunSpec", "as_qrels", "as_run", "parse_named", "parse_run_arg",
-                     "read_qrels", "read_run", "rename_aliases", "run_stem"), "readers"),
+    **dict.fromkeys(("RunSpec", "as_qrels", "as_run", "as_runs", "parse_named",
+                     "parse_run_arg", "read_qrels", "read_run", "read_runs", "rename_aliases",
+                     "run_stem"), "readers"),
     **dict.fromkeys(("PairsLike", "as_corpus", "as_labels", "as_pairs", "as_queries",
-                     "as_runs", "chunk_texts", "read_corpus", "read_labels", "read_pairs",
-                     "read_queries", "read_runs"), "edges"),
+                     "chunk_texts", "read_corpus", "read_labels", "read_pairs",
+                     "read_queries"), "edges"),
     **dict.fromkeys(("atomic_path", "write_json", "write_labels", "write_qrels", "write_run",
                      "write_table", "write_text"), "writers"),
 }
 
+# ruff must see the names the TYPE_CHECKING imports above hand on, so the list is written
+# out; tests/test_private_names.py checks that it is exactly the lazy table's names.
 __all__ = [
     "TABLE_FORMATS", "GradeMap", "Locator", "PairsLike", "PathLike", "RunSpec", "as_corpus",
     "as_labels", "as_pairs", "as_qrels", "as_queries", "as_run", "as_runs", "atomic_path",

@@ -26,8 +26,8 @@ import pandas as pd
 
 from labeler.fmt import clean_data
 from labeler.errors import InputError
-from labeler.io.lines import (_DECOMPRESS_ERRORS, _INT_RE, COMPRESSED, UTF8_ADVICE, _corrupt,
-                              _first_bad_line, _open_binary, _text_lines, _trec_kind, _first_line,
+from labeler.io.lines import (DECOMPRESS_ERRORS, INT_RE, COMPRESSED, UTF8_ADVICE, corrupt,
+                              first_bad_line, open_binary, text_lines, trec_kind, first_line,
                               sniff_trec)
 from labeler.schema import GRADES
 
@@ -48,6 +48,14 @@ FORMAT_HINT = ", or give the format (`fmt`)"
 
 Locator = Callable[[int], dict[str, int]]
 """Maps a 0-based DataFrame position to ``{"line": n}`` or ``{"row": n}`` for error messages."""
+
+
+def frame_rows(i: int) -> dict[str, int]:
+    """The :data:`Locator` of a DataFrame the caller gave: 1-based rows.
+
+    Usage: ``raise InputError("bad", path="<DataFrame>", **frame_rows(0))``
+    """
+    return {"row": i + 1}
 
 _NEUTRALISED = re.compile(r"^'(?=[=+\-@]|'[=+\-@])")
 """A cell a writer prefixed with ``'`` so that spreadsheets do not run it (see writers)."""
@@ -96,7 +104,7 @@ def sniff_format(p: Path) -> str | None:
     if sniff_trec(p):
         return "trec"
     try:
-        first = next((raw.strip() for _, raw in _text_lines(p) if raw.strip()), "")
+        first = next((raw.strip() for _, raw in text_lines(p) if raw.strip()), "")
     except (InputError, OSError, EOFError):
         return None
     if first.startswith("{"):
@@ -106,7 +114,11 @@ def sniff_format(p: Path) -> str | None:
     return None
 
 
-def _check_exists(path: PathLike) -> Path:
+def check_exists(path: PathLike) -> Path:
+    """``path`` as a :class:`~pathlib.Path` of a non-empty file, else an InputError naming it.
+
+    Usage: ``p = check_exists("qrels.txt")``
+    """
     p = Path(path)
     if not p.exists():
         raise InputError("no such file", path=p)
@@ -122,7 +134,7 @@ def _check_exists(path: PathLike) -> Path:
 def _read_jsonl(p: Path) -> tuple[pd.DataFrame, Locator]:
     records: list[dict[str, Any]] = []
     lines: list[int] = []
-    for n, raw in _text_lines(p):
+    for n, raw in text_lines(p):
         if not raw.strip():
             continue
         try:
@@ -164,7 +176,7 @@ def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
     the line each row starts on). A row with another field count is an InputError."""
     lines = array("l")
     try:
-        with TextIOWrapper(_open_binary(p), encoding="utf-8-sig", newline="") as fh:
+        with TextIOWrapper(open_binary(p), encoding="utf-8-sig", newline="") as fh:
             reader = csv.reader(fh)
             header = next(reader, [])
             n = len(header)
@@ -182,11 +194,11 @@ def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
                     lines.append(start)
                 start = reader.line_num + 1
     except UnicodeDecodeError:
-        raise InputError(UTF8_ADVICE, path=p, line=_first_bad_line(p)) from None
+        raise InputError(UTF8_ADVICE, path=p, line=first_bad_line(p)) from None
     except csv.Error as exc:
         raise InputError(f"not a valid CSV file ({exc})", path=p, line=start) from None
-    except (*_DECOMPRESS_ERRORS, OSError) as exc:
-        raise _corrupt(p, exc) from None
+    except (*DECOMPRESS_ERRORS, OSError) as exc:
+        raise corrupt(p, exc) from None
     if extra and extra != len(lines):
         # some rows have a trailing comma, others not: which columns are meant is unclear
         raise InputError("some rows end with an extra empty field (a trailing comma) and "
@@ -196,7 +208,7 @@ def _csv_shape(p: Path) -> tuple[list[str], bool, array]:
 
 def _check_delimiter(p: Path, header: str) -> None:
 
-    kind = _trec_kind(header.split())
+    kind = trec_kind(header.split())
     if kind:
         raise InputError(f"this is a TREC {kind} line, not a CSV header; use the extension "
                          f".{kind}{FORMAT_HINT}", path=p, line=1)
@@ -222,7 +234,7 @@ def _csv_locator(p: Path, n_rows: int) -> Locator:
         nonlocal by_line
         if by_line is None:
             try:
-                with _open_binary(p) as fh:
+                with open_binary(p) as fh:
                     n_lines = sum(b.count(b"\n") for b in iter(lambda: fh.read(1 << 20), b""))
             except OSError:
                 n_lines = -1
@@ -237,7 +249,7 @@ def read_table(path: PathLike, fmt: str | None = None,
 
     A TSV file is ``id<TAB>text`` without a header; ``tsv_columns`` names its two columns.
     """
-    p = _check_exists(path)
+    p = check_exists(path)
     forced = bool(fmt)
     fmt = detect_format(p, fmt)
     if fmt == "csv":
@@ -248,7 +260,7 @@ def read_table(path: PathLike, fmt: str | None = None,
         try:
             df = pd.read_parquet(p)
         except Exception as exc:  # pyarrow raises many types
-            raise InputError(f"not a valid Parquet file ({_first_line(exc)})", path=p) from None
+            raise InputError(f"not a valid Parquet file ({first_line(exc)})", path=p) from None
         if df.empty:
             raise InputError("the file has no rows", path=p)
         return df, lambda i: {"row": i + 1}
@@ -256,7 +268,7 @@ def read_table(path: PathLike, fmt: str | None = None,
         cols = tsv_columns or ("id", "text")
         rows: list[tuple[str, str]] = []
         lines: list[int] = []
-        for n, raw in _text_lines(p):
+        for n, raw in text_lines(p):
             raw = raw.rstrip("\r\n")
             if not raw.strip():
                 continue
@@ -283,9 +295,9 @@ def _read_csv(p: Path) -> tuple[pd.DataFrame, Locator]:
     try:
         df = _pandas_csv(p, trailing=False)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError,
-            *_DECOMPRESS_ERRORS) as exc:
+            *DECOMPRESS_ERRORS) as exc:
         _csv_shape(p)  # raises the precise error (line, advice) when it finds one
-        raise InputError(f"not a valid CSV file ({_first_line(exc)})", path=p) from None
+        raise InputError(f"not a valid CSV file ({first_line(exc)})", path=p) from None
     if df.shape[1] == 1:
         _check_delimiter(p, str(df.columns[0]))
     lines: array | None = None
@@ -336,8 +348,12 @@ def _csv_lines(p: Path, n_rows: int, lines: array | None) -> Locator:
     return loc
 
 
-def _require_columns(df: pd.DataFrame, cols: tuple[str, ...], path: PathLike,
+def require_columns(df: pd.DataFrame, cols: tuple[str, ...], path: PathLike,
                      what: str) -> None:
+    """An InputError naming ``path`` and the columns of ``cols`` that ``df`` lacks, if any.
+
+    Usage: ``require_columns(df, ("query_id", "chunk_id"), path, "runs")``
+    """
     missing = [c for c in cols if c not in df.columns]
     if missing:
         have = ", ".join(map(str, df.columns)) or "(none)"
@@ -345,8 +361,11 @@ def _require_columns(df: pd.DataFrame, cols: tuple[str, ...], path: PathLike,
                          path=path)
 
 
-def _as_id(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
-    """Ids as strings: numbers written without '.0', empty or missing ids refused."""
+def as_id(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
+    """Ids as strings: numbers written without '.0', empty or missing ids refused.
+
+    Usage: ``df["query_id"] = as_id(df["query_id"], "query_id", path, loc)``
+    """
     if series.dtype.kind == "f":
         bad = series.isna() | (series != np.floor(series))
         if bad.any():
@@ -375,7 +394,11 @@ ODD_ID_CHARS = "[\x00-\x08\x0e-\x1f\x7f]"
 whitespace is refused where it matters, when a TREC file is written)."""
 
 
-def _as_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
+def as_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
+    """A text column as strings; a missing text is an InputError naming its line or row.
+
+    Usage: ``df["query"] = as_text(df["query"], "query", path, loc)``
+    """
     missing = series.isna()
     if missing.any():
         i = int(np.flatnonzero(missing.to_numpy())[0])
@@ -434,7 +457,7 @@ def parse_grade_map(spec: str | Mapping[str, int] | None) -> dict[str, int] | No
         if not part.strip():
             continue
         key, sep, value = part.partition("=")
-        if not sep or not _INT_RE.match(value):
+        if not sep or not INT_RE.match(value):
             raise InputError(f"bad grade map entry '{part}': use FROM=TO, e.g. -1=0,4=3")
         out[key.strip()] = int(value)
     return out

@@ -1,8 +1,11 @@
-"""The edges of every stage: a DataFrame, a path, records or a dict in; one validated frame out.
+"""Pairs, queries, corpus and label records from every form: a file, ``irds:<id>``, a
+DataFrame, records or a dict in; one validated frame out (qrels and runs:
+:mod:`labeler.io.readers`).
 
 Each stage converts its inputs once, here, and works on typed frames afterwards: ids are
 strings, grades nullable integers, statuses ``ok``/``failed``. Errors name the file and the
-line, or the caller's row (1-based) for a DataFrame.
+line, or the caller's row (1-based) for a DataFrame. ``read_pairs`` and ``as_pairs`` (and so
+on) are the same door: the files are read by this module's private readers.
 
 Usage::
 
@@ -23,15 +26,14 @@ import pandas as pd
 
 from labeler.errors import InputError
 from labeler.schema import (CHUNK, CHUNK_ID, CORPUS_COLUMNS, KEYS, PAIR_COLUMNS, QUERY,
-                            QUERY_COLUMNS, QUERY_ID, STATUS, STATUS_FAILED, STATUS_OK, SYSTEM)
-from labeler.io._base import GradeMap, Locator, _as_id, _as_text, parse_grades
-from labeler.io.convert import is_irds, is_path, is_records, is_scores_dict, ranx_kind, table_of
-from labeler.io import readers as files
-from labeler.io.readers import _check_consistent, _rows, as_qrels, as_run, conform
+                            QUERY_COLUMNS, QUERY_ID, STATUS, STATUS_FAILED, STATUS_OK, STATUSES)
+from labeler.io._base import (GradeMap, Locator, PathLike, as_id, as_text, check_exists,
+                              detect_format, frame_rows, parse_grades, read_table)
+from labeler.io.convert import is_irds, is_path, table_of
+from labeler.io.readers import as_qrels, conform, read_qrels
 
-__all__ = ["as_corpus", "as_labels", "as_pairs", "as_qrels", "as_queries", "as_runs",
-           "chunk_texts", "read_corpus", "read_labels", "read_pairs", "read_queries",
-           "read_runs"]
+__all__ = ["as_corpus", "as_labels", "as_pairs", "as_queries", "chunk_texts", "read_corpus",
+           "read_labels", "read_pairs", "read_queries"]
 
 PairsLike: TypeAlias = (str | os.PathLike[str] | pd.DataFrame | Sequence[Mapping[str, Any]]
                         | Any)
@@ -59,7 +61,7 @@ def as_pairs(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
     Usage: ``io.as_pairs("pairs.csv")`` or ``io.as_pairs(df)``
     """
     if is_path(obj):
-        return files.read_pairs(obj, fmt)
+        return _read_pairs_file(obj, fmt)
     if is_irds(obj):
         from labeler.io import irds
 
@@ -68,27 +70,27 @@ def as_pairs(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
     if df.empty:
         raise InputError("there are no pairs", path=name)
     for col in KEYS:
-        df[col] = _as_id(df[col], col, name, _rows)
+        df[col] = as_id(df[col], col, name, frame_rows)
     for col in (QUERY, CHUNK):
-        df[col] = _as_text(df[col], col, name, _rows)
+        df[col] = as_text(df[col], col, name, frame_rows)
     for id_col, text_col in ((QUERY_ID, QUERY), (CHUNK_ID, CHUNK)):
-        _check_consistent(df, id_col, text_col, name, _rows)
+        _check_consistent(df, id_col, text_col, name, frame_rows)
     return df.drop_duplicates(list(KEYS)).reset_index(drop=True)
 
 
-def _texts(obj: Any, cols: tuple[str, ...], what: str, reader: Any,
-           fmt: str | None = None) -> pd.DataFrame:
+def _texts(obj: Any, cols: tuple[str, ...], what: str, fmt: str | None = None
+           ) -> pd.DataFrame:
     if is_path(obj):
-        return reader(obj, fmt)
+        return _read_texts_file(obj, fmt, cols, what)
     if is_irds(obj):
         from labeler.io import irds
 
         ds = irds.dataset(obj)
         return irds.queries(ds) if what == "queries" else irds.corpus(ds)
     df, name = _frame(obj, what, cols, what)
-    df[cols[0]] = _as_id(df[cols[0]], cols[0], name, _rows)
-    df[cols[1]] = _as_text(df[cols[1]], cols[1], name, _rows)
-    _check_consistent(df, cols[0], cols[1], name, _rows)
+    df[cols[0]] = as_id(df[cols[0]], cols[0], name, frame_rows)
+    df[cols[1]] = as_text(df[cols[1]], cols[1], name, frame_rows)
+    _check_consistent(df, cols[0], cols[1], name, frame_rows)
     return df.drop_duplicates(cols[0]).reset_index(drop=True)
 
 
@@ -98,7 +100,7 @@ def as_queries(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
 
     Usage: ``io.as_queries({"q1": "what is bm25"})``
     """
-    return _texts(obj, QUERY_COLUMNS, "queries", files.read_queries, fmt)
+    return _texts(obj, QUERY_COLUMNS, "queries", fmt)
 
 
 def as_corpus(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
@@ -107,7 +109,7 @@ def as_corpus(obj: Any, *, fmt: str | None = None) -> pd.DataFrame:
 
     Usage: ``io.as_corpus("corpus.jsonl")``
     """
-    return _texts(obj, CORPUS_COLUMNS, "corpus", files.read_corpus, fmt)
+    return _texts(obj, CORPUS_COLUMNS, "corpus", fmt)
 
 
 def as_labels(obj: Any, grade_map: GradeMap = None, *, fmt: str | None = None,
@@ -119,15 +121,15 @@ def as_labels(obj: Any, grade_map: GradeMap = None, *, fmt: str | None = None,
     Usage: ``io.as_labels(result.records)``
     """
     if is_path(obj):
-        df = files.read_labels(obj, fmt, grade_map=grade_map, any_grade=any_grade)
+        df = _read_labels_file(obj, fmt, grade_map=grade_map, any_grade=any_grade)
         df.attrs["path"] = str(obj)
         return df
     if is_irds(obj):
         obj = as_qrels(obj, grade_map, any_grade=any_grade)
     df, name = _frame(obj, "labels", (QUERY_ID, CHUNK_ID, "grade"), "label records")
-    loc: Locator = _rows
+    loc: Locator = frame_rows
     for col in KEYS:
-        df[col] = _as_id(df[col], col, name, loc)
+        df[col] = as_id(df[col], col, name, loc)
     df[STATUS] = df[STATUS].astype(str) if STATUS in df.columns else STATUS_OK
     df["grade"] = parse_grades(df["grade"], name, loc, grade_map, allow_missing=True,
                                any_grade=any_grade)
@@ -140,27 +142,6 @@ def as_labels(obj: Any, grade_map: GradeMap = None, *, fmt: str | None = None,
                          path=name, row=i + 1)
     df.attrs["path"] = name
     return df
-
-
-def as_runs(obj: Any) -> pd.DataFrame:
-    """Runs (``query_id, chunk_id, score, system``) from a path, paths (``NAME=PATH``,
-    ``irds:<id>``), a DataFrame, a list of DataFrames or of ranx ``Run``s, ``{name: run}``
-    (any run :func:`as_run` takes: path, DataFrame, records, ``{qid: {docid: score}}``, ranx
-    Run) or one run of any of those kinds. Two runs with the same name are an error.
-
-    Usage: ``io.as_runs({"bm25": "bm25.run", "dense": dense_df})``
-    """
-    if isinstance(obj, Mapping) and obj and not is_scores_dict(obj):
-        frames = [as_run(v).assign(**{SYSTEM: str(name)}) for name, v in obj.items()]
-        return pd.concat(frames, ignore_index=True)
-    if isinstance(obj, (list, tuple)) and obj and not is_records(obj) and all(
-            isinstance(r, pd.DataFrame) or ranx_kind(r) == "run" for r in obj):
-        frames = [as_run(r, system=f"run{i + 1}") for i, r in enumerate(obj)]
-        _distinct([t for f in frames for t in f[SYSTEM].unique()])
-        return pd.concat(frames, ignore_index=True)
-    if isinstance(obj, (list, tuple)) and not is_records(obj):
-        return files.read_runs(list(obj))
-    return as_run(obj)
 
 
 def chunk_texts(corpus: Any, ids: Any, fmt: str | None = None) -> dict[str, str]:
@@ -178,21 +159,13 @@ def chunk_texts(corpus: Any, ids: Any, fmt: str | None = None) -> dict[str, str]
     return dict(zip(table[CHUNK_ID].astype(str), table[CHUNK].astype(str)))
 
 
-def _distinct(tags: list[str]) -> None:
-    seen: set[str] = set()
-    for tag in tags:
-        if tag in seen:
-            raise InputError(f"two runs are named {tag!r}; give each run a distinct name "
-                             "(a 'system' column, or pass {name: run})")
-        seen.add(tag)
-
-
-
-# ------------------------------------------------------------------- the public readers
+# ------------------------------------------------------------------- the readers
 
 def read_pairs(path: Any, fmt: str | None = None) -> pd.DataFrame:
     """Pairs to label: ``query_id, query, chunk_id, chunk`` (extra columns kept), from a file
-    (:func:`labeler.io.readers.read_pairs`) or anything :func:`as_pairs` takes.
+    or anything :func:`as_pairs` takes (``irds:<id>``, a DataFrame, records). A repeated
+    (query_id, chunk_id) with the same texts is kept once; a query id or a chunk id given two
+    different texts is an error naming both lines (or rows).
 
     Usage: ``io.read_pairs("pairs.jsonl")``
     """
@@ -228,15 +201,76 @@ def read_labels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
     return as_labels(path, grade_map, fmt=fmt, any_grade=any_grade)
 
 
-def read_runs(paths: Any, fmt: str | None = None) -> pd.DataFrame:
-    """Several runs as one DataFrame: paths, ``"NAME=PATH"`` or ``(NAME, PATH)`` (PATH may be
-    ``irds:<id>``; :func:`labeler.io.readers.read_runs`), or anything :func:`as_runs` takes
-    (``{name: run}``, ranx Runs ...).
+# ------------------------------------------------------------------- files (private: the
+# readers above are the one way in)
 
-    Usage: ``io.read_runs(["bm25=bm25.run", "dense.run"])``
-    """
-    if isinstance(paths, (list, tuple)) and all(
-            is_path(p) or is_irds(p) or (isinstance(p, tuple) and not hasattr(p, "_fields"))
-            for p in paths):
-        return files.read_runs(paths, fmt)
-    return as_runs(paths)
+def _read_pairs_file(path: PathLike, fmt: str | None = None) -> pd.DataFrame:
+    """Pairs from a file. A repeated (query_id, chunk_id) with the same texts is kept once;
+    a query id or a chunk id given two different texts is an error naming both lines."""
+    df, loc = read_table(path, fmt)
+    df = conform(df, "pairs", PAIR_COLUMNS, path, "pairs").copy()
+    for col in ("query_id", "chunk_id"):
+        df[col] = as_id(df[col], col, path, loc)
+    for col in ("query", "chunk"):
+        df[col] = as_text(df[col], col, path, loc)
+    for id_col, text_col in (("query_id", "query"), ("chunk_id", "chunk")):
+        _check_consistent(df, id_col, text_col, path, loc)
+    dup = df.duplicated(["query_id", "chunk_id"], keep="first")
+    if dup.any():
+        df = df.loc[~dup]
+    return df.reset_index(drop=True)
+
+
+def _check_consistent(df: pd.DataFrame, id_col: str, text_col: str, path: PathLike,
+                      loc: Locator) -> None:
+    first = df.groupby(id_col, sort=False)[text_col].transform("first")
+    differs = (df[text_col] != first).to_numpy()
+    if differs.any():
+        i = int(np.flatnonzero(differs)[0])
+        key = df[id_col].iloc[i]
+        j = int(np.flatnonzero((df[id_col] == key).to_numpy())[0])
+        where_j = ", ".join(f"{k} {v}" for k, v in loc(j).items())
+        raise InputError(f"{id_col} {key!r} has a different {text_col} here than at {where_j}",
+                         path=path, **loc(i))
+
+
+def _read_texts_file(path: PathLike, fmt: str | None, cols: tuple[str, ...],
+                     what: str) -> pd.DataFrame:
+    """Queries or a corpus from a file (TSV ``id<TAB>text`` accepted)."""
+    df, loc = read_table(path, fmt, tsv_columns=(cols[0], cols[1]))
+    df = conform(df, what, cols, path, what).copy()
+    df[cols[0]] = as_id(df[cols[0]], cols[0], path, loc)
+    df[cols[1]] = as_text(df[cols[1]], cols[1], path, loc)
+    _check_consistent(df, cols[0], cols[1], path, loc)
+    return df.drop_duplicates(cols[0]).reset_index(drop=True)
+
+
+def _read_labels_file(path: PathLike, fmt: str | None = None, grade_map: GradeMap = None,
+                      *, any_grade: bool = False) -> pd.DataFrame:
+    """Label records from a file. A plain qrels file is accepted: every row becomes ``ok``."""
+    p = check_exists(path)
+    kind = detect_format(p, fmt)
+    if kind == "trec":
+        q = read_qrels(p, kind, grade_map, any_grade=any_grade)
+        q["grade"] = q["grade"].astype("Int64")
+        q[STATUS] = STATUS_OK
+        return q
+    df, loc = read_table(p, kind)
+    df = conform(df, "labels", ("query_id", "chunk_id", "grade"), p, "label records").copy()
+    df["query_id"] = as_id(df["query_id"], "query_id", p, loc)
+    df["chunk_id"] = as_id(df["chunk_id"], "chunk_id", p, loc)
+    if "status" not in df.columns:
+        df[STATUS] = STATUS_OK
+    df["status"] = df["status"].astype(str)
+    bad_status = ~df[STATUS].isin(STATUSES)
+    if bad_status.any():
+        i = int(np.flatnonzero(bad_status.to_numpy())[0])
+        raise InputError(f"status must be 'ok' or 'failed', got {df['status'].iloc[i]!r}",
+                         path=p, **loc(i))
+    df["grade"] = parse_grades(df["grade"], p, loc, grade_map, allow_missing=True,
+                               any_grade=any_grade)
+    missing = (df[STATUS] == STATUS_OK) & df["grade"].isna()
+    if missing.any():
+        i = int(np.flatnonzero(missing.to_numpy())[0])
+        raise InputError("a label with status 'ok' has no grade", path=p, **loc(i))
+    return df

@@ -23,13 +23,15 @@ from labeler.errors import InputError
 
 
 COMPRESSED = (".gz", ".bz2", ".xz")
-_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
+INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
+"""An integer field (a TREC grade or rank), blanks around it allowed."""
 UTF8_ADVICE = ("the file is not UTF-8 text; save it as UTF-8 (in a spreadsheet: Save As → "
                "\"CSV UTF-8\")")
-_DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError)
+DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError)
+"""What a cut or corrupt compressed file raises while it is read."""
 
 
-def _open_binary(p: Path) -> BinaryIO:
+def open_binary(p: Path) -> BinaryIO:
     """``p`` opened for reading bytes, decompressed when it ends in .gz, .bz2 or .xz."""
     suffix = p.suffix.lower()
     if suffix == ".gz":
@@ -44,28 +46,37 @@ def _open_binary(p: Path) -> BinaryIO:
     return open(p, "rb")
 
 
-def _text_lines(p: Path) -> Iterator[tuple[int, str]]:
+def text_lines(p: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of a UTF-8 file (a leading BOM dropped; .gz, .bz2,
     .xz read); a file in another encoding is an InputError naming the first bad line."""
     try:
-        with TextIOWrapper(_open_binary(p), encoding="utf-8-sig") as fh:
+        with TextIOWrapper(open_binary(p), encoding="utf-8-sig") as fh:
             yield from enumerate(fh, start=1)
     except UnicodeDecodeError:
-        raise InputError(UTF8_ADVICE, path=p, line=_first_bad_line(p)) from None
-    except (*_DECOMPRESS_ERRORS, OSError) as exc:
-        raise _corrupt(p, exc) from None
+        raise InputError(UTF8_ADVICE, path=p, line=first_bad_line(p)) from None
+    except (*DECOMPRESS_ERRORS, OSError) as exc:
+        raise corrupt(p, exc) from None
 
 
-def _first_bad_line(p: Path) -> int | None:
-    with _open_binary(p) as fh:
+def first_bad_line(p: Path) -> int | None:
+    """The number of the first line of ``p`` that is not UTF-8, or None.
+
+    Usage: ``n = first_bad_line(Path("queries.tsv"))``
+    """
+    with open_binary(p) as fh:
         return next((n for n, raw in enumerate(fh, start=1) if not _is_utf8(raw)), None)
 
 
-def _corrupt(p: Path, exc: BaseException) -> InputError:
+def corrupt(p: Path, exc: BaseException) -> InputError:
+    """The InputError for a file that could not be read (``exc``): a compressed one is
+    "corrupt or cut short".
+
+    Usage: ``raise corrupt(p, exc) from None``
+    """
     if p.suffix.lower() in COMPRESSED:
-        return InputError(f"the compressed file is corrupt or cut short ({_first_line(exc)}); "
+        return InputError(f"the compressed file is corrupt or cut short ({first_line(exc)}); "
                           "compress it again, or give the uncompressed file", path=p)
-    return InputError(f"cannot read the file ({_first_line(exc)})", path=p)
+    return InputError(f"cannot read the file ({first_line(exc)})", path=p)
 
 
 def _is_utf8(raw: bytes) -> bool:
@@ -76,7 +87,7 @@ def _is_utf8(raw: bytes) -> bool:
     return True
 
 
-def _is_comment(parts: list[str]) -> bool:
+def is_comment(parts: list[str]) -> bool:
     """A line whose first field starts with ``#`` is a comment (trec_eval 10)."""
     return parts[0].startswith("#")
 
@@ -87,24 +98,33 @@ def sniff_trec(p: Path) -> str | None:
     (``qid Q0 docid rank score tag ...``), else None. A bad line further down is left to the
     reader, which names it."""
     try:
-        for _, raw in _text_lines(p):
+        for _, raw in text_lines(p):
             parts = raw.split()
-            if parts and not _is_comment(parts):
-                return _trec_kind(parts) or None
+            if parts and not is_comment(parts):
+                return trec_kind(parts) or None
     except (InputError, OSError, EOFError, ValueError):
         return None
     return None
 
 
-def _trec_kind(parts: list[str]) -> str:
-    if len(parts) == 4 and _INT_RE.match(parts[3]):
+def trec_kind(parts: list[str]) -> str:
+    """What a line's whitespace-split fields are: ``"qrels"``, ``"run"`` or neither (``""``).
+
+    Usage: ``trec_kind("q1 0 d1 2".split())``
+    """
+    if len(parts) == 4 and INT_RE.match(parts[3]):
         return "qrels"
-    if len(parts) >= 6 and _INT_RE.match(parts[3]) and _run_check(parts) is None:
+    if len(parts) >= 6 and INT_RE.match(parts[3]) and run_check(parts) is None:
         return "run"
     return ""
 
 
-def _run_check(parts: list[str]) -> str | None:
+def run_check(parts: list[str]) -> str | None:
+    """Why the fields of a TREC run line are not one (a score that is no finite number),
+    or None.
+
+    Usage: ``run_check("q1 Q0 d1 1 x bm25".split())``
+    """
     try:
         value = float(parts[4])
     except ValueError:
@@ -114,7 +134,11 @@ def _run_check(parts: list[str]) -> str | None:
     return None
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none).
+
+    Usage: ``first_line(exc)``
+    """
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 

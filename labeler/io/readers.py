@@ -1,5 +1,13 @@
-"""Readers for pairs, queries, corpus, qrels, runs and label records, and the edges that
-accept a DataFrame, a path or a dict."""
+"""Qrels and runs from every form: a file (TREC or a table), ``irds:<id>``, a DataFrame,
+records, a ``{qid: {docid: ...}}`` dict or a ranx object; and the column conventions
+(:func:`rename_aliases`) and ``NAME=PATH`` arguments (:func:`parse_named`) every reader shares.
+
+Usage::
+
+    from labeler.io.readers import read_qrels, read_runs
+    qrels = read_qrels("tests/data/dl19.qrels")
+    runs = read_runs(["bm25=runs/bm25.run", "dense.run"])
+"""
 
 from __future__ import annotations
 
@@ -12,62 +20,15 @@ import numpy as np
 import pandas as pd
 
 from labeler.errors import InputError
-from labeler.schema import (CORPUS_COLUMNS, GRADES, PAIR_COLUMNS, QRELS_COLUMNS, QUERY_COLUMNS,
-                            STATUS, STATUSES, STATUS_OK)
-from labeler.io._base import (COMPRESSED, GradeMap, Locator, PathLike, _as_id, _as_text,
-                              _check_exists, _require_columns, detect_format, parse_grades,
-                              read_table)
-from labeler.io.convert import is_irds, is_path, table_of
-from labeler.io.lines import _run_check, sniff_trec
-from labeler.io.trec import _may_repeat, _read_trec, _read_trec_fast, _trec_lines, _trec_locate_bad
+from labeler.schema import GRADES, QRELS_COLUMNS, STATUS, STATUS_OK, SYSTEM
+from labeler.io._base import (COMPRESSED, GradeMap, Locator, PathLike, as_id, check_exists,
+                              detect_format, frame_rows, parse_grades, read_table,
+                              require_columns)
+from labeler.io.convert import (is_irds, is_path, is_records, is_scores_dict, ranx_kind,
+                                table_of)
+from labeler.io.lines import run_check, sniff_trec
+from labeler.io.trec import may_repeat, read_trec, read_trec_fast, trec_lines, trec_locate_bad
 
-# --------------------------------------------------------------------------- readers
-
-def read_pairs(path: Any, fmt: str | None = None) -> pd.DataFrame:
-    """Pairs to label: ``query_id, query, chunk_id, chunk`` (extra columns kept).
-
-    A repeated (query_id, chunk_id) with the same texts is kept once; a query id or a
-    chunk id given two different texts is an error naming both lines. Not a path: see
-    :func:`labeler.io.as_pairs` (``irds:<id>``, a DataFrame, records).
-    """
-    df, loc = read_table(path, fmt)
-    df = conform(df, "pairs", PAIR_COLUMNS, path, "pairs").copy()
-    for col in ("query_id", "chunk_id"):
-        df[col] = _as_id(df[col], col, path, loc)
-    for col in ("query", "chunk"):
-        df[col] = _as_text(df[col], col, path, loc)
-    for id_col, text_col in (("query_id", "query"), ("chunk_id", "chunk")):
-        _check_consistent(df, id_col, text_col, path, loc)
-    dup = df.duplicated(["query_id", "chunk_id"], keep="first")
-    if dup.any():
-        df = df.loc[~dup]
-    return df.reset_index(drop=True)
-
-
-def _check_consistent(df: pd.DataFrame, id_col: str, text_col: str, path: PathLike,
-                      loc: Locator) -> None:
-    first = df.groupby(id_col, sort=False)[text_col].transform("first")
-    differs = (df[text_col] != first).to_numpy()
-    if differs.any():
-        i = int(np.flatnonzero(differs)[0])
-        key = df[id_col].iloc[i]
-        j = int(np.flatnonzero((df[id_col] == key).to_numpy())[0])
-        where_j = ", ".join(f"{k} {v}" for k, v in loc(j).items())
-        raise InputError(f"{id_col} {key!r} has a different {text_col} here than at {where_j}",
-                         path=path, **loc(i))
-
-
-def read_queries(path: Any, fmt: str | None = None) -> pd.DataFrame:
-    """Queries: ``query_id, query`` (TSV ``id<TAB>text`` accepted); ``irds:<id>``, a
-    DataFrame, records or ``{id: text}`` too (:func:`labeler.io.as_queries`)."""
-    return _read_texts(path, fmt, QUERY_COLUMNS, "queries")
-
-
-def read_corpus(path: Any, fmt: str | None = None) -> pd.DataFrame:
-    """Corpus: ``chunk_id, chunk`` (TSV ``id<TAB>text`` accepted; ``docid/doc`` and
-    ``id/text`` column names are understood); ``irds:<id>`` (every document: stages fetch
-    only the ones they need), a DataFrame, records or ``{id: text}`` too."""
-    return _read_texts(path, fmt, CORPUS_COLUMNS, "corpus")
 
 
 _ID_ALIASES = {   # ir_measures, PyTerrier, ir_datasets, BEIR, pyserini
@@ -135,15 +96,6 @@ def conform(df: pd.DataFrame, kind: str, cols: Sequence[str], path: PathLike, wh
     return out
 
 
-def _read_texts(path: PathLike, fmt: str | None, cols: tuple[str, ...],
-                what: str) -> pd.DataFrame:
-    df, loc = read_table(path, fmt, tsv_columns=(cols[0], cols[1]))
-    df = conform(df, what, cols, path, what).copy()
-    df[cols[0]] = _as_id(df[cols[0]], cols[0], path, loc)
-    df[cols[1]] = _as_text(df[cols[1]], cols[1], path, loc)
-    _check_consistent(df, cols[0], cols[1], path, loc)
-    return df.drop_duplicates(cols[0]).reset_index(drop=True)
-
 
 def read_qrels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
                *, any_grade: bool = False, columns: Mapping[str, str] | None = None
@@ -158,17 +110,17 @@ def read_qrels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
     """
     if not is_path(path):
         return as_qrels(path, grade_map, any_grade=any_grade, columns=columns)
-    p = _check_exists(path)
+    p = check_exists(path)
     kind = _trec_if_it_looks_so(p, detect_format(p, fmt), fmt)
     if kind == "trec":
-        fast = (_read_trec_fast(p, ["query_id", "iter", "chunk_id", "grade"],
+        fast = (read_trec_fast(p, ["query_id", "iter", "chunk_id", "grade"],
                                 ["query_id", "chunk_id", "grade"], {"grade": "int"})
                 if not grade_map else None)
         if fast is not None and (any_grade or fast["grade"].isin(GRADES).all()):
-            if _may_repeat(fast, ["query_id"], "chunk_id"):
-                return _dedupe_judgements(fast, p, _trec_lines(p))
+            if may_repeat(fast, ["query_id"], "chunk_id"):
+                return _dedupe_judgements(fast, p, trec_lines(p))
             return fast
-        df, loc = _read_trec(p, ["query_id", "iter", "chunk_id", "grade"], [0, 2, 3],
+        df, loc = read_trec(p, ["query_id", "iter", "chunk_id", "grade"], [0, 2, 3],
                              "qrels")
     else:
         df, loc = read_table(p, kind)
@@ -178,8 +130,8 @@ def read_qrels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
             raise InputError("no label record has status 'ok'", path=p)
         return out
     out = pd.DataFrame({
-        "query_id": _as_id(df["query_id"], "query_id", p, loc),
-        "chunk_id": _as_id(df["chunk_id"], "chunk_id", p, loc),
+        "query_id": as_id(df["query_id"], "query_id", p, loc),
+        "chunk_id": as_id(df["chunk_id"], "chunk_id", p, loc),
         "grade": parse_grades(df["grade"], p, loc, grade_map, any_grade=any_grade),
     })
     return _dedupe_judgements(out, p, loc)
@@ -188,15 +140,15 @@ def read_qrels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
 def _qrels_of_table(df: pd.DataFrame, path: PathLike, loc: Locator, grade_map: GradeMap,
                     any_grade: bool = False) -> pd.DataFrame:
     """Qrels from a table's ``query_id, chunk_id, grade`` (label records: ``ok`` rows only)."""
-    _require_columns(df, QRELS_COLUMNS, path, "qrels")
+    require_columns(df, QRELS_COLUMNS, path, "qrels")
     if "status" in df.columns:  # label records: keep judged rows only
         positions = np.flatnonzero((df[STATUS].astype(str) == STATUS_OK).to_numpy())
         df = df.iloc[positions].reset_index(drop=True)
         inner = loc
         loc = lambda i: inner(int(positions[i]))  # noqa: E731
     out = pd.DataFrame({
-        "query_id": _as_id(df["query_id"], "query_id", path, loc),
-        "chunk_id": _as_id(df["chunk_id"], "chunk_id", path, loc),
+        "query_id": as_id(df["query_id"], "query_id", path, loc),
+        "chunk_id": as_id(df["chunk_id"], "chunk_id", path, loc),
         "grade": parse_grades(df["grade"], path, loc, grade_map, any_grade=any_grade),
     })
     return _dedupe_judgements(out, path, loc)
@@ -229,19 +181,19 @@ def read_run(path: Any, fmt: str | None = None, *, name: str | None = None,
     if not is_path(path):
         run = as_run(path, columns=columns)
         return run.assign(system=name) if name is not None else run
-    p = _check_exists(path)
+    p = check_exists(path)
     kind = _trec_if_it_looks_so(p, detect_format(p, fmt), fmt)
     if kind == "trec":
         names = ["query_id", "q0", "chunk_id", "rank", "score", "system"]
-        df = _read_trec_fast(p, names, ["query_id", "chunk_id", "score", "system"],
+        df = read_trec_fast(p, names, ["query_id", "chunk_id", "score", "system"],
                              {"score": "float", "rank": "int"}, categorical=("system",))
         if df is None:
-            df, loc = _read_trec(p, names, [0, 2, 4, 5], "run")
+            df, loc = read_trec(p, names, [0, 2, 4, 5], "run")
         else:
-            loc = _trec_lines(p)
+            loc = trec_lines(p)
         scores = pd.to_numeric(df["score"], errors="coerce")
         if scores.isna().any():
-            raise _trec_locate_bad(p, 6, "run", _run_check)
+            raise trec_locate_bad(p, 6, "run", run_check)
         tag = name if name is not None else str(df["system"].iloc[0])
         out = pd.DataFrame({"query_id": df["query_id"], "chunk_id": df["chunk_id"],
                             "score": scores.astype("float64"), "system": tag})
@@ -259,7 +211,7 @@ def _run_of_table(df: pd.DataFrame, path: PathLike, loc: Locator, system: str
                   ) -> pd.DataFrame:
     """A run from a table's ``query_id, chunk_id, score`` (or ``rank``) and optional
     ``system`` (else every row is ``system``)."""
-    _require_columns(df, ("query_id", "chunk_id"), path, "runs")
+    require_columns(df, ("query_id", "chunk_id"), path, "runs")
     if "score" in df.columns:
         scores = pd.to_numeric(df["score"], errors="coerce")
         what = "score"
@@ -273,8 +225,8 @@ def _run_of_table(df: pd.DataFrame, path: PathLike, loc: Locator, system: str
         raise InputError(f"{what} must be a number, got {df[what].iloc[i]!r}", path=path,
                          **loc(i))
     out = pd.DataFrame({
-        "query_id": _as_id(df["query_id"], "query_id", path, loc),
-        "chunk_id": _as_id(df["chunk_id"], "chunk_id", path, loc),
+        "query_id": as_id(df["query_id"], "query_id", path, loc),
+        "chunk_id": as_id(df["chunk_id"], "chunk_id", path, loc),
         "score": scores.astype("float64"),
         "system": (df["system"].astype(str) if "system" in df.columns
                    else pd.Series(system, index=df.index)),
@@ -286,7 +238,7 @@ def _run_of_table(df: pd.DataFrame, path: PathLike, loc: Locator, system: str
 def _check_ranked_once(run: pd.DataFrame, path: PathLike, loc: Locator,
                        one_system: bool) -> None:
     """The same chunk twice for one (system, query) is an error naming its line or row."""
-    if not _may_repeat(run, ["query_id"] if one_system else ["system", "query_id"],
+    if not may_repeat(run, ["query_id"] if one_system else ["system", "query_id"],
                        "chunk_id"):
         return
     dup = run.duplicated(["system", "query_id", "chunk_id"])
@@ -353,12 +305,24 @@ def parse_run_arg(spec: RunSpec) -> tuple[str | None, PathLike]:
     return parse_named(spec, "run")
 
 
-def read_runs(paths: Sequence[RunSpec], fmt: str | None = None
-              ) -> pd.DataFrame:
-    """Several run files as one DataFrame; each is a path, ``"NAME=PATH"`` or
-    ``(NAME, PATH)`` (the name wins over the file's tag), PATH may be ``irds:<id>``. Two runs
-    with the same name are an error that suggests NAME=PATH. Anything else
-    :func:`labeler.io.as_runs` takes (``{name: run}``, ranx Runs ...) goes there."""
+
+def read_runs(paths: Any, fmt: str | None = None) -> pd.DataFrame:
+    """Several runs as one DataFrame: paths, ``"NAME=PATH"`` or ``(NAME, PATH)`` (the name
+    wins over the file's tag; PATH may be ``irds:<id>``), or anything :func:`as_runs` takes
+    (``{name: run}``, DataFrames, ranx Runs ...). Two runs with the same name are an error
+    that suggests NAME=PATH.
+
+    Usage: ``io.read_runs(["bm25=bm25.run", "dense.run"])``
+    """
+    if isinstance(paths, (list, tuple)) and all(
+            is_path(p) or is_irds(p) or (isinstance(p, tuple) and not hasattr(p, "_fields"))
+            for p in paths):
+        return _read_run_files(paths, fmt)
+    return as_runs(paths)
+
+
+def _read_run_files(paths: Sequence[RunSpec], fmt: str | None = None) -> pd.DataFrame:
+    """Run files (path, ``NAME=PATH`` or ``(NAME, PATH)`` each) as one DataFrame."""
     frames = []
     seen: dict[str, PathLike] = {}
     for spec in paths:
@@ -373,44 +337,35 @@ def read_runs(paths: Sequence[RunSpec], fmt: str | None = None
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
-def read_labels(path: Any, fmt: str | None = None, grade_map: GradeMap = None,
-                *, any_grade: bool = False) -> pd.DataFrame:
-    """Label records. A plain qrels file is accepted: every row becomes ``ok``.
-    ``any_grade``: any integer is a grade (label sets used for scoring), not only 0-3.
-    Not a path: anything :func:`labeler.io.as_labels` takes."""
-    p = _check_exists(path)
-    kind = detect_format(p, fmt)
-    if kind == "trec":
-        q = read_qrels(p, kind, grade_map, any_grade=any_grade)
-        q["grade"] = q["grade"].astype("Int64")
-        q[STATUS] = STATUS_OK
-        return q
-    df, loc = read_table(p, kind)
-    df = conform(df, "labels", ("query_id", "chunk_id", "grade"), p, "label records").copy()
-    df["query_id"] = _as_id(df["query_id"], "query_id", p, loc)
-    df["chunk_id"] = _as_id(df["chunk_id"], "chunk_id", p, loc)
-    if "status" not in df.columns:
-        df[STATUS] = STATUS_OK
-    df["status"] = df["status"].astype(str)
-    bad_status = ~df[STATUS].isin(STATUSES)
-    if bad_status.any():
-        i = int(np.flatnonzero(bad_status.to_numpy())[0])
-        raise InputError(f"status must be 'ok' or 'failed', got {df['status'].iloc[i]!r}",
-                         path=p, **loc(i))
-    df["grade"] = parse_grades(df["grade"], p, loc, grade_map, allow_missing=True,
-                               any_grade=any_grade)
-    missing = (df[STATUS] == STATUS_OK) & df["grade"].isna()
-    if missing.any():
-        i = int(np.flatnonzero(missing.to_numpy())[0])
-        raise InputError("a label with status 'ok' has no grade", path=p, **loc(i))
-    return df
+def as_runs(obj: Any) -> pd.DataFrame:
+    """Runs (``query_id, chunk_id, score, system``) from a path, paths (``NAME=PATH``,
+    ``irds:<id>``), a DataFrame, a list of DataFrames or of ranx ``Run``s, ``{name: run}``
+    (any run :func:`as_run` takes: path, DataFrame, records, ``{qid: {docid: score}}``, ranx
+    Run) or one run of any of those kinds. Two runs with the same name are an error.
+
+    Usage: ``io.as_runs({"bm25": "bm25.run", "dense": dense_df})``
+    """
+    if isinstance(obj, Mapping) and obj and not is_scores_dict(obj):
+        frames = [as_run(v).assign(**{SYSTEM: str(name)}) for name, v in obj.items()]
+        return pd.concat(frames, ignore_index=True)
+    if isinstance(obj, (list, tuple)) and obj and not is_records(obj) and all(
+            isinstance(r, pd.DataFrame) or ranx_kind(r) == "run" for r in obj):
+        frames = [as_run(r, system=f"run{i + 1}") for i, r in enumerate(obj)]
+        _distinct([t for f in frames for t in f[SYSTEM].unique()])
+        return pd.concat(frames, ignore_index=True)
+    if isinstance(obj, (list, tuple)) and not is_records(obj):
+        return _read_run_files(list(obj))
+    return as_run(obj)
 
 
-# --------------------------------------------------------------------------- edges
+def _distinct(tags: list[str]) -> None:
+    seen: set[str] = set()
+    for tag in tags:
+        if tag in seen:
+            raise InputError(f"two runs are named {tag!r}; give each run a distinct name "
+                             "(a 'system' column, or pass {name: run})")
+        seen.add(tag)
 
-def _rows(i: int) -> dict[str, int]:
-    """Locator of a DataFrame given by the caller: 1-based rows."""
-    return {"row": i + 1}
 
 
 def as_qrels(obj: Any, grade_map: GradeMap = None, *, any_grade: bool = False,
@@ -434,7 +389,7 @@ def as_qrels(obj: Any, grade_map: GradeMap = None, *, any_grade: bool = False,
     else:
         df, name = table_of(obj, "qrels")
     df = conform(df, "qrels", QRELS_COLUMNS, name, "qrels", columns)
-    return _qrels_of_table(df, name, _rows, grade_map, any_grade)
+    return _qrels_of_table(df, name, frame_rows, grade_map, any_grade)
 
 
 def as_run(obj: Any, system: str = "run", *, columns: Mapping[str, str] | None = None
@@ -450,10 +405,10 @@ def as_run(obj: Any, system: str = "run", *, columns: Mapping[str, str] | None =
         from labeler.io import irds
 
         ds = irds.dataset(obj)
-        return _run_of_table(irds.run(ds), irds.name_of(ds), _rows, system)
+        return _run_of_table(irds.run(ds), irds.name_of(ds), frame_rows, system)
     if (isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (str, os.PathLike, tuple))
             and not hasattr(obj[0], "_fields")):
-        return read_runs(list(obj))
+        return _read_run_files(list(obj))
     df, name = table_of(obj, "run")
     df = conform(df, "run", ("query_id", "chunk_id"), name, "runs", columns)
-    return _run_of_table(df, name, _rows, system)
+    return _run_of_table(df, name, frame_rows, system)

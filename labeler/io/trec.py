@@ -10,7 +10,7 @@ import pandas as pd
 
 from labeler.errors import InputError
 from labeler.io._base import Locator
-from labeler.io.lines import COMPRESSED, _is_comment, _text_lines, read_space_separated
+from labeler.io.lines import COMPRESSED, is_comment, text_lines, read_space_separated
 
 # --------------------------------------------------------------------------- TREC
 
@@ -24,9 +24,9 @@ def _read_trec_lines(p: Path, names: list[str], usecols: list[int], what: str,
     n_fields, exact = len(names), what == "qrels"
     rows: list[list[str]] = []
     lines: list[int] = []
-    for n, raw in _text_lines(p):
+    for n, raw in text_lines(p):
         parts = raw.split()
-        if not parts or _is_comment(parts):
+        if not parts or is_comment(parts):
             continue
         if len(parts) < n_fields or (exact and len(parts) > n_fields):
             raise InputError(f"a TREC {what} line has {n_fields} fields, this one has "
@@ -42,7 +42,7 @@ def _read_trec_lines(p: Path, names: list[str], usecols: list[int], what: str,
             lambda i: {"line": lines[i]})
 
 
-def _trec_locate_bad(p: Path, n_fields: int, what: str, check: Callable[[list[str]], str | None]
+def trec_locate_bad(p: Path, n_fields: int, what: str, check: Callable[[list[str]], str | None]
                      ) -> InputError:
     """Slow path: find the first malformed TREC line and describe it."""
     names = [f"f{i}" for i in range(n_fields)]
@@ -53,24 +53,24 @@ def _trec_locate_bad(p: Path, n_fields: int, what: str, check: Callable[[list[st
     return InputError(f"not a valid TREC {what} file", path=p)
 
 
-def _trec_lines(p: Path) -> Locator:
+def trec_lines(p: Path) -> Locator:
     """Locator for a whitespace TREC file read with blank lines skipped."""
     line_of: list[int] | None = None
 
     def loc(i: int) -> dict[str, int]:
         nonlocal line_of
         if line_of is None:
-            line_of = [n for n, raw in _text_lines(p) if raw.strip()]
+            line_of = [n for n, raw in text_lines(p) if raw.strip()]
         return {"line": line_of[i]}
     return loc
 
 
-def _read_trec(p: Path, names: list[str], usecols: list[int], what: str
+def read_trec(p: Path, names: list[str], usecols: list[int], what: str
                ) -> tuple[pd.DataFrame, Locator]:
     """A TREC file of any layout: pandas' C parser for whitespace-separated lines, the
     line-by-line reader for comments, extra fields after a run's tag, or to name a line with
     too few (or, in qrels, too many) fields. Values are checked by the caller
-    (:func:`_trec_locate_bad` names a bad one)."""
+    (:func:`trec_locate_bad` names a bad one)."""
     try:   # one more column than a line should have: it must stay empty
         df = pd.read_csv(p, sep=r"\s+", header=None, names=[*names, "_extra"], dtype=str,
                          engine="c", keep_default_na=False, na_filter=True,
@@ -82,12 +82,12 @@ def _read_trec(p: Path, names: list[str], usecols: list[int], what: str
     if (df.empty or extra.notna().any() or df.isna().to_numpy().any()
             or df[names[0]].str.startswith("#").any()):
         return _read_trec_lines(p, names, usecols, what, None)
-    return df, _trec_lines(p)
+    return df, trec_lines(p)
 
 
-def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[str, str],
+def read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[str, str],
                     categorical: tuple[str, ...] = ()) -> pd.DataFrame | None:
-    """The common case of :func:`_read_trec`, fast: fields split by single spaces, read by
+    """The common case of :func:`read_trec`, fast: fields split by single spaces, read by
     pyarrow's CSV reader (``numeric`` columns parsed as ``"float"``/``"int"``, the
     ``categorical`` ones kept as pandas categoricals); ``None`` whenever the file is anything
     else (tabs, runs of blanks, bad numbers, compression ...), so that the general reader
@@ -124,7 +124,7 @@ def _read_trec_fast(p: Path, names: list[str], keep: list[str], numeric: dict[st
     return out if all(out[c].dtype == "str" for c in strings) else None
 
 
-def _may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
+def may_repeat(df: pd.DataFrame, group_cols: list[str], id_col: str) -> bool:
     """Cheap pre-test for a repeated (group..., id) row: ``False`` only when none repeats for
     sure (64-bit keys of the ids); ``True`` means "run the exact check"."""
     import pyarrow as pa

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from labeler.errors import ConfigError
-from labeler.io._base import _require_columns as require_columns
+from labeler.io._base import require_columns
 from labeler.schema import PAIR_COLUMNS
 from labeler.schema import Judgement
 from labeler.judges.base import LEXICAL_MODEL, Verdict
