@@ -89,7 +89,7 @@ def take(arr: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
         pa.array(inverse))
 
 
-_BLOCK = 1 << 20
+BLOCK = 1 << 20
 """Rows hashed at a time: the temporaries of a block stay small (a 10M-row array at once
 spends more time faulting in fresh pages for each temporary than computing)."""
 
@@ -99,8 +99,8 @@ def _per_chunk(arr: pa.Array | pa.ChunkedArray, fn: Any, *columns: np.ndarray | 
     """``fn(Bytes, *column slices)`` on each block of each chunk, results concatenated."""
     out, at = [], 0
     for chunk in chunks(arr):
-        for lo in range(0, len(chunk), _BLOCK):
-            piece = chunk.slice(lo, _BLOCK)
+        for lo in range(0, len(chunk), BLOCK):
+            piece = chunk.slice(lo, BLOCK)
             n = len(piece)
             out.append(fn(Bytes.of(piece), *(c[at:at + n] if c is not None else None
                                             for c in columns)))
@@ -325,17 +325,17 @@ def may_repeat(arr: pa.Array | pa.ChunkedArray, groups: np.ndarray | None = None
         if order is not None:
             key = np.sort(_per_chunk(arr, _key)[order].reshape(-1, block), axis=1)
             return bool(np.any(key[:, 1:] == key[:, :-1]))
-        step = block * max(1, _BLOCK // block)   # whole groups at a time: small temporaries
+        step = block * max(1, BLOCK // block)   # whole groups at a time: small temporaries
         for lo in range(0, len(arr), step):
             key = np.sort(_per_chunk(arr.slice(lo, step), _key).reshape(-1, block), axis=1)
             if np.any(key[:, 1:] == key[:, :-1]):
                 return True
         return False
     starts = (np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]]))
-              if groups is not None and len(groups) > _BLOCK else None)
+              if groups is not None and len(groups) > BLOCK else None)
     if groups is not None and starts is not None and len(np.unique(groups[starts])) == len(
             starts):   # each group in one run of rows: sort whole groups a slice at a time
-        at = np.searchsorted(starts, np.arange(0, len(arr), _BLOCK))
+        at = np.searchsorted(starts, np.arange(0, len(arr), BLOCK))
         cuts = np.unique(starts[np.minimum(at, len(starts) - 1)])
         for lo, hi in zip(cuts, np.append(cuts[1:], len(arr))):
             key = group_keys(arr.slice(int(lo), int(hi - lo)), groups[lo:hi])

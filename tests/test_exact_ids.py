@@ -303,7 +303,7 @@ def test_same_ids_and_may_repeat_equal_plain_python() -> None:
 
 def test_helpers_across_the_block_boundary() -> None:
     """More than 2^20 rows: blocks of different longest ids must agree with small arrays."""
-    n = _arrow._BLOCK + 4096
+    n = _arrow.BLOCK + 4096
     rng = np.random.default_rng(11)
     short = [f"d{i}" for i in range(n - 8)]
     tail = _mixed_ids(rng, 8)
@@ -311,7 +311,7 @@ def test_helpers_across_the_block_boundary() -> None:
     arr = pa.chunked_array([pa.array(ids[: n // 2], pa.large_string()),
                             pa.array(ids[n // 2:], pa.large_string())])
     h = _arrow.hash_ids(arr)
-    for i in [0, 1, n // 2 - 1, n // 2, _arrow._BLOCK - 1, _arrow._BLOCK, n - 9, *range(n - 8, n)]:
+    for i in [0, 1, n // 2 - 1, n // 2, _arrow.BLOCK - 1, _arrow.BLOCK, n - 9, *range(n - 8, n)]:
         assert h[i] == _arrow.hash_ids(pa.array([ids[i]], pa.large_string()))[0], i
     assert not _arrow.may_repeat(arr)
     dup = pa.chunked_array([*arr.chunks, pa.array([tail[3]], pa.large_string())])

@@ -219,7 +219,7 @@ def test_a_chunk_ranked_twice_is_found_in_whole_rankings(monkeypatch: pytest.Mon
     from labeler.scoring import lookup as _lookup
     from labeler.errors import InputError
 
-    monkeypatch.setattr(_lookup, "_BLOCK", 8)
+    monkeypatch.setattr(_lookup, "BLOCK", 8)
     n = 40
     run = pd.DataFrame({"query_id": [f"q{i // 5}" for i in range(n)],
                         "chunk_id": [f"d{i}" for i in range(n)],

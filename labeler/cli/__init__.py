@@ -72,7 +72,7 @@ class _Group(click.Group):
 
             if debug:
                 traceback.print_exc()
-            click.echo(f"labeler: error: {redact(_as_flags(ctx, exc))}", err=True)
+            click.echo(f"labeler: error: {redact(as_flags(ctx, exc))}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
@@ -147,7 +147,7 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def _as_flags(ctx: click.Context, exc: LabelerError) -> str:
+def as_flags(ctx: click.Context, exc: LabelerError) -> str:
     """The error's text with every setting it names (`` `max_tokens` ``) written as the
     invoked command's flag (``--max-tokens``); a setting the command has no flag for keeps
     its name (the hint to give a format is left out where no flag forces one)."""

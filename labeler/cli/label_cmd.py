@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from labeler.errors import ConfigError, InputError
-from labeler.cli import _as_flags, main
+from labeler.cli import as_flags, main
 from labeler.cli.options import InputFormats, format_option, judge_options, judge_settings
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
                            **settings)
         except (BatchFileWritten, BatchNotReady) as exc:
             ctx = click.get_current_context()
-            click.echo(f"labeler: {_as_flags(ctx.find_root(), exc)}", err=True)
+            click.echo(f"labeler: {as_flags(ctx.find_root(), exc)}", err=True)
             ctx.exit(exc.exit_code)
     if out is None:  # unreachable (--batch-file-out stops above); narrows the type for mypy
         raise ConfigError("Missing option '--out' (where the label records go)")

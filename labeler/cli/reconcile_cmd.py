@@ -17,7 +17,7 @@ import click
 
 from labeler.errors import ConfigError
 from labeler.cli import main
-from labeler.cli.sheet_texts import _texts, _warn_ids_only
+from labeler.cli.sheet_texts import sheet_texts, warn_ids_only
 from labeler.cli.options import (HUMAN_MANY, InputFormats, bootstrap_options, format_option,
                                  read_humans, read_side)
 
@@ -101,7 +101,7 @@ def reconcile_command(llm_path: Path, human_paths: tuple[Path, ...], out: Path, 
     with formats:
         llm = read_side(read_llm, llm_path, grade_map_llm, "--grade-map-llm", formats["llm"])
         human = read_humans(read_human, human_paths, grade_map_human, formats["human"])
-        texts = _texts(pairs_path, queries_path, corpus_path, llm if audit else None, formats)
+        texts = sheet_texts(pairs_path, queries_path, corpus_path, llm if audit else None, formats)
         rec = reconcile(llm=llm, human=human,
                         calibrate=method if do_calibrate else False,  # type: ignore[arg-type]
                         calibration=Calibration.load(calibration_in) if calibration_in else None,
@@ -237,7 +237,7 @@ def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: s
                                  "queries": queries_path, "corpus": corpus_path})
     with formats:
         labels = read_llm(labels_path, fmt=formats["labels"])
-        texts = _texts(pairs_path, queries_path, corpus_path, labels, formats)
+        texts = sheet_texts(pairs_path, queries_path, corpus_path, labels, formats)
         done = (read_humans(read_human, human_paths, None, formats["human"])
                 if human_paths else None)
     if unit == "query":
@@ -253,7 +253,7 @@ def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: s
                            texts_paths={k: _relative(v, out.parent) for k, v in
                                         sources.items()})
         drawn = got.pairs
-        _warn_ids_only(drawn)
+        warn_ids_only(drawn)
         io.write_table(annotation_sheet(drawn, show_llm_grade), out)
         design = got.design.model_copy(update={"draws": [Draw(n=n, sheet=out.name)]})
         write_design(design, design_file)
@@ -265,7 +265,7 @@ def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: s
     picked = propose_sample(labels, n=n, seed=seed, exclude=done,
                             by=[c.strip() for c in by.split(",") if c.strip()],
                             pairs=texts)
-    _warn_ids_only(picked)
+    warn_ids_only(picked)
     io.write_table(annotation_sheet(picked, show_llm_grade), out)
     per_grade = picked["llm_grade"].value_counts().sort_index()
     spread = ", ".join(f"{int(g)}: {int(c)}" for g, c in per_grade.items())

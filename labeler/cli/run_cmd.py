@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from labeler.errors import DriftError
-from labeler.cli import _as_flags, main
+from labeler.cli import as_flags, main
 
 if TYPE_CHECKING:
     from labeler.pipeline.config import Config
@@ -214,7 +214,7 @@ def run_command(ctx: click.Context, config: Path | None, out_dir: Path | None,
         try:
             outcome = run_pipeline(cfg, config_path=config.resolve(), progress=None)
         except (BatchNotReady, BatchFileWritten) as exc:  # exit 5 / 0: not finished yet
-            click.echo(f"labeler: {_as_flags(ctx.find_root(), exc)}", err=True)
+            click.echo(f"labeler: {as_flags(ctx.find_root(), exc)}", err=True)
             ctx.exit(exc.exit_code)
     _finish(ctx, outcome, fail_on_drift)
 

@@ -27,7 +27,7 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
 
     from labeler import io
     from labeler.cli.options import read_humans
-    from labeler.cli.sheet_texts import _texts, _warn_ids_only
+    from labeler.cli.sheet_texts import sheet_texts, warn_ids_only
     from labeler.io.guard import check_outputs
     from labeler.reconciliation.agreement import read_human, read_llm
     from labeler.reconciliation.design import (design_path, from_design, more_queries,
@@ -65,13 +65,13 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
     formats = InputFormats(fmt, {"labels": labels_path, "human": list(human_paths), **texts})
     with formats:
         labels = read_llm(labels_path, fmt=formats["labels"])
-        pairs = _texts(texts["pairs"], texts["queries"], texts["corpus"], labels, formats)
+        pairs = sheet_texts(texts["pairs"], texts["queries"], texts["corpus"], labels, formats)
         human = (read_humans(read_human, human_paths, None, formats["human"])
                  if human_paths else None)
     if from_path.suffix.lower() != ".json" and from_path.is_file():
         _check_sheet(from_path, set(design.queries), dfile)
     got = more_queries(labels, design, m=more, pairs=pairs, human=human, source=dfile)
-    _warn_ids_only(got.pairs)
+    warn_ids_only(got.pairs)
     io.write_table(annotation_sheet(got.pairs, show_llm_grade), out)
     after = got.design
     after.draws[-1].sheet = relative_name(out, dfile.parent)

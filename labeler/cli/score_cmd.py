@@ -188,9 +188,9 @@ class _Tables:
 
     def table(self, title: str, columns: list[tuple[str, str]], rows: list[list[str]]
               ) -> None:
-        from labeler.cli.tables import _CONTROL, cell
+        from labeler.cli.tables import CONTROL, cell
 
-        rows = [[_CONTROL.sub("", str(c)) for c in row] for row in rows]
+        rows = [[CONTROL.sub("", str(c)) for c in row] for row in rows]
         if self.plain and all(c.isascii() and c.isprintable() for row in rows for c in row):
             click.echo(_draw(title, columns, rows))
             return

@@ -3,7 +3,7 @@
 
 Usage::
 
-    texts = _texts(pairs_path, queries_path, corpus_path, labels, formats)
+    texts = sheet_texts(pairs_path, queries_path, corpus_path, labels, formats)
 """
 
 from __future__ import annotations
@@ -17,10 +17,13 @@ from labeler.cli.options import InputFormats
 from labeler.errors import ConfigError
 
 
-def _texts(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path | None,
-           keys: Any, formats: InputFormats) -> Any:
+def sheet_texts(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path | None,
+                keys: Any, formats: InputFormats) -> Any:
     """Where the sheet's texts come from: the pairs file, or queries + corpus joined on the
-    pairs in ``keys`` (None: no texts)."""
+    pairs in ``keys`` (None: no texts).
+
+    Usage: ``texts = sheet_texts(pairs_path, None, None, labels, formats)``
+    """
     if pairs_path is not None and (queries_path or corpus_path):
         raise ConfigError("give the texts as --pairs, or as --queries and --corpus, not both")
     if queries_path is None and corpus_path is None:
@@ -39,7 +42,11 @@ def _texts(pairs_path: Path | None, queries_path: Path | None, corpus_path: Path
                       corpus_fmt=formats["corpus"])
 
 
-def _warn_ids_only(sheet: Any) -> None:
+def warn_ids_only(sheet: Any) -> None:
+    """Warn on stderr when ``sheet`` has ids but no query or chunk texts.
+
+    Usage: ``warn_ids_only(sheet)``
+    """
     if not {"query", "chunk"} <= set(sheet.columns):
         click.echo("labeler: warning: the sheet has ids only, no query or chunk texts, so "
                    "annotators cannot use it as it is: give --pairs, or --queries and "

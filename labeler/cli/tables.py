@@ -19,7 +19,8 @@ from labeler._lean import declare_lean
 
 declare_lean(__name__)   # drawn by `labeler score`, without pandas
 
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07?|[\x00-\x1f\x7f-\x9f]")
+CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07?|[\x00-\x1f\x7f-\x9f]")
+"""Terminal escape sequences and control characters: taken out of every cell we print."""
 
 
 def make_console() -> Any:
@@ -37,4 +38,4 @@ def cell(value: Any) -> Any:
     brackets kept literally (a rich ``Text``, not markup)."""
     from rich.text import Text
 
-    return Text(_CONTROL.sub("", str(value)))
+    return Text(CONTROL.sub("", str(value)))

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from labeler.labelling.batch_engine import _Engine
+from labeler.labelling.batch_engine import BatchEngine
 from labeler.labelling.batchfile import (POLL_ENV, BatchFileWritten, BatchNotReady, BatchOptions,
                                          batch_cost_usd, input_line, read_output_line)
 from labeler.labelling.cache import LabelCache
@@ -37,7 +37,7 @@ from labeler.errors import ConfigError, EndpointError, InputError, JudgeError
 from labeler.judges.openai_judge import JsonObject
 from labeler.labelling.job import Job as _Job
 from labeler.labelling.flags import with_flags
-from labeler.labelling.result import LabelResult, _check_pairs, _with_extras, summarize
+from labeler.labelling.result import LabelResult, check_pairs, with_extras, summarize
 from labeler.labelling.limits import RetryPolicy
 from labeler.redact import redact
 
@@ -48,7 +48,7 @@ __all__ = ["BatchFileWritten", "BatchNotReady", "BatchOptions", "abatch_label", 
            "write_batch_file"]
 
 
-def _read_results(engine: _Engine, path: Path) -> None:
+def _read_results(engine: BatchEngine, path: Path) -> None:
     """Finish the job from a ``vllm run-batch`` output file (no endpoint call)."""
     matched = lines = 0
     try:
@@ -102,7 +102,7 @@ def _make_job(pairs: pd.DataFrame, judge: Any, cache: LabelCache | None,
               policy: RetryPolicy) -> _Job:
     if judge.offline or not hasattr(judge, "request_body"):
         raise ConfigError(f"batch mode needs an LLM judge; {judge.model!r} judges offline")
-    return _Job(_check_pairs(pairs), judge, cache if judge.cacheable else None, policy,
+    return _Job(check_pairs(pairs), judge, cache if judge.cacheable else None, policy,
                 None, None, False)
 
 
@@ -122,7 +122,7 @@ async def abatch_label(pairs: pd.DataFrame, judge: Any, *, cache: LabelCache | N
     start = time.monotonic()
     job = _make_job(pairs, judge, cache, retry or RetryPolicy(max_retries))
     calls_before = judge.calls
-    engine = _Engine(job, opts, prices)
+    engine = BatchEngine(job, opts, prices)
     engine.pending()
     try:
         if opts.file_in is not None:
@@ -139,7 +139,7 @@ async def abatch_label(pairs: pd.DataFrame, judge: Any, *, cache: LabelCache | N
     cost = batch_cost_usd(judge.model, job.input_tokens, job.output_tokens, prices,
                           opts.batch_prices)
     summary = summarize(records, judge, job, cost, start, calls_before)
-    return LabelResult(records=_with_extras(records, job.df), summary=summary)
+    return LabelResult(records=with_extras(records, job.df), summary=summary)
 
 
 def write_batch_file(pairs: pd.DataFrame, judge: Any, path: str | Path, *,
@@ -155,7 +155,7 @@ def write_batch_file(pairs: pd.DataFrame, judge: Any, path: str | Path, *,
     from labeler.io.writers import atomic_path
 
     job = _make_job(pairs, judge, cache, RetryPolicy(0))
-    engine = _Engine(job, BatchOptions())
+    engine = BatchEngine(job, BatchOptions())
     engine.pending()
     with atomic_path(path) as tmp, tmp.open("wb") as fh:
         for key in engine.slots:

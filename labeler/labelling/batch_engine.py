@@ -4,7 +4,7 @@ cannot answer to their answers in the job's slots.
 
 Usage (internal; see :func:`labeler.labelling.batch.abatch_label`)::
 
-    engine = _Engine(job, BatchOptions(), prices)
+    engine = BatchEngine(job, BatchOptions(), prices)
     engine.pending(); await engine.run()
 """
 
@@ -41,8 +41,8 @@ class _Gone(Exception):
     """A batch or file the endpoint no longer knows (HTTP 404)."""
 
 
-class _Engine:
-    """One batch job over a :class:`~labeler.labelling.stage._Job` (fills its vote slots)."""
+class BatchEngine:
+    """One batch job over a :class:`~labeler.labelling.job.Job` (fills its vote slots)."""
 
     def __init__(self, job: _Job, options: BatchOptions,
                  prices: Mapping[str, tuple[float, float]] | None = None) -> None:

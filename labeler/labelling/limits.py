@@ -55,7 +55,11 @@ PRICES: dict[str, tuple[float, float]] = {
 
 # --------------------------------------------------------------------------- retry
 
-def _is_retryable(exc: BaseException) -> bool:
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a judge's error is worth another try (a timeout, a 429, a 5xx ...).
+
+    Usage: ``retry=retry_if_exception(is_retryable)``
+    """
     return isinstance(exc, JudgeError) and exc.retryable
 
 
@@ -89,7 +93,7 @@ class RetryPolicy:
     def retrying(self) -> AsyncRetrying:
         """A fresh tenacity controller for one pair (re-raises the last error)."""
         return AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1), wait=self.wait,
-                             retry=retry_if_exception(_is_retryable), reraise=True)
+                             retry=retry_if_exception(is_retryable), reraise=True)
 
 
 # --------------------------------------------------------------------------- rates

@@ -45,7 +45,7 @@ from labeler.labelling.cache import LabelCache
 from labeler.labelling.flags import with_flags
 from labeler.labelling.job import Job, on_stop_signals
 from labeler.labelling.limits import RetryPolicy, cost_usd
-from labeler.labelling.result import LabelResult, _check_pairs, _with_extras, run_sync, summarize
+from labeler.labelling.result import LabelResult, check_pairs, with_extras, run_sync, summarize
 from labeler.redact import redact
 from labeler.settings import JudgeConfig
 
@@ -196,7 +196,7 @@ def ray_label(pairs: pd.DataFrame, judge: Any, cfg: JudgeConfig, *,
     """
     _import_ray()  # exit 2 with the install hint before any work
     start = time.monotonic()
-    df = _check_pairs(pairs)
+    df = check_pairs(pairs)
     calls_before = judge.calls
     policy = retry or RetryPolicy(cfg.max_retries, cfg.backoff_base, cfg.backoff_max)
     job = Job(df, judge, cache if judge.cacheable else None, policy, None, None, progress)
@@ -213,7 +213,7 @@ def ray_label(pairs: pd.DataFrame, judge: Any, cfg: JudgeConfig, *,
     summary = summarize(records, judge, job,
                         cost_usd(judge.model, job.input_tokens, job.output_tokens, prices),
                         start, calls_before)
-    return LabelResult(records=_with_extras(records, df), summary=summary)
+    return LabelResult(records=with_extras(records, df), summary=summary)
 
 
 async def _preflight(judge: Any) -> None:

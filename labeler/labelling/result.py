@@ -132,13 +132,20 @@ def summarize(records: pd.DataFrame, judge: Any, job: Job | None, cost: float | 
         flagged=int(records["flags"].map(bool).sum()) if "flags" in records else 0)
 
 
-def _check_pairs(pairs: Any) -> pd.DataFrame:
+def check_pairs(pairs: Any) -> pd.DataFrame:
+    """The pairs to label (anything :func:`labeler.io.as_pairs` takes) with string columns.
+
+    Usage: ``df = check_pairs("pairs.jsonl")``
+    """
     df = io.as_pairs(pairs)
     return df.assign(**{c: df[c].astype(str) for c in PAIR_COLUMNS})
 
 
-def _with_extras(records: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
-    """Keep the pairs' extra columns (not the texts) after the label columns."""
+def with_extras(records: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """Keep the pairs' extra columns (not the texts) after the label columns.
+
+    Usage: ``records = with_extras(records, pairs)``
+    """
     extra = [c for c in pairs.columns if c not in PAIR_COLUMNS and c not in records.columns
              and c not in TOPIC_COLUMNS]
     if not extra:

@@ -33,9 +33,9 @@ from labeler.labelling.job import Job, typed_records
 from labeler.labelling.cache import LabelCache
 from labeler.errors import ConfigError
 from labeler.judges import Judge, make_judge
-from labeler.labelling.result import (LabelResult, _check_pairs, _with_extras, run_sync,
+from labeler.labelling.result import (LabelResult, check_pairs, with_extras, run_sync,
                                       summarize)
-from labeler.labelling.limits import RetryPolicy, _is_retryable, cost_usd
+from labeler.labelling.limits import RetryPolicy, is_retryable, cost_usd
 from labeler.settings import JudgeConfig, judge_config
 from labeler.judges.prompts import Topics
 from labeler.schema import PAIR_COLUMNS, STATUS, STATUS_OK
@@ -109,7 +109,7 @@ class _TenacityPolicy:
         self.base = base
 
     def retrying(self) -> AsyncRetrying:
-        return self.base.copy(retry=self.base.retry & retry_if_exception(_is_retryable),
+        return self.base.copy(retry=self.base.retry & retry_if_exception(is_retryable),
                               reraise=True)
 
 
@@ -146,7 +146,7 @@ async def alabel_pairs(pairs: pd.DataFrame, judge: Judge, *, cache: LabelCache |
     if concurrency < 1:
         raise ConfigError(f"`concurrency` must be at least 1, got {concurrency}",
                           setting="concurrency")
-    df = _check_pairs(pairs)
+    df = check_pairs(pairs)
     calls_before = judge.calls
     if judge.offline and hasattr(judge, "judge_frame"):
         records = _offline_records(df, judge)
@@ -164,7 +164,7 @@ async def alabel_pairs(pairs: pd.DataFrame, judge: Judge, *, cache: LabelCache |
     out_tok = job.output_tokens if job else 0
     summary = summarize(records, judge, job, cost_usd(judge.model, in_tok, out_tok, prices),
                         start, calls_before)
-    return LabelResult(records=_with_extras(records, df), summary=summary)
+    return LabelResult(records=with_extras(records, df), summary=summary)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -32,7 +32,7 @@ from labeler import io
 from labeler.errors import ConfigError, InputError
 from labeler.schema import Gain
 from labeler.io.edges import QrelsLike, RunsLike
-from labeler.reconciliation.design import QueryDesign, _some, design_path, read_design
+from labeler.reconciliation.design import QueryDesign, some_ids, design_path, read_design
 from labeler.reconciliation.labelled import combine_human, query_coverage
 from labeler.statistics.certify import MeanCS, batch_cs, mean_cs
 
@@ -131,7 +131,7 @@ def labelled_front(design: QueryDesign, labelled: set[str],
     outside = sorted(labelled - set(order) - set(design.excluded))
     if outside:
         raise InputError(f"the human labels cover {len(outside)} queries the design does not "
-                         f"hold ({_some(outside)}): they were labelled outside the design's "
+                         f"hold ({some_ids(outside)}): they were labelled outside the design's "
                          f"order", path=source)
     inside = [q in labelled for q in order]
     n = inside.index(False) if False in inside else len(order)

@@ -198,10 +198,10 @@ def more_queries(labels: LabelsLike, design: QueryDesign, *, m: int,
         parts = []
         if extra:
             parts.append(f"the label records have {len(extra)} queries it does not "
-                         f"({_some(extra)})")
+                         f"({some_ids(extra)})")
         if missing:
             parts.append(f"it has {len(missing)} queries the label records do not "
-                         f"({_some(missing)})")
+                         f"({some_ids(missing)})")
         what = "; ".join(parts)
         raise InputError(f"the design does not match the label records: {what}. Give the "
                          f"label records the sample was first drawn from", path=source)
@@ -214,7 +214,7 @@ def more_queries(labels: LabelsLike, design: QueryDesign, *, m: int,
             design.drawn:]))
         if ahead:
             raise InputError(f"the human labels cover {len(ahead)} queries the design has not "
-                             f"drawn yet ({_some(ahead)}): the labelled queries would no "
+                             f"drawn yet ({some_ids(ahead)}): the labelled queries would no "
                              f"longer be a random sample", path=source)
     if design.left == 0:
         raise ConfigError(f"every one of the design's {len(design.permutation)} queries has "
@@ -251,7 +251,11 @@ def relative_name(path: Path, base: Path) -> str:
         return str(path.resolve())
 
 
-def _some(ids: Sequence[str], k: int = 3) -> str:
+def some_ids(ids: Sequence[str], k: int = 3) -> str:
+    """The first ``k`` ids for a message, and how many more there are.
+
+    Usage: ``some_ids(["q1", "q2", "q3", "q4"])``  (``'q1, q2, q3, … 1 more'``)
+    """
     shown = ", ".join(ids[:k])
     return shown + (f", … {len(ids) - k} more" if len(ids) > k else "")
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from labeler import _arrow
-from labeler._arrow import _BLOCK, chunks, encode
+from labeler._arrow import BLOCK, chunks, encode
 
 Strings: TypeAlias = pa.Array | pa.ChunkedArray
 T = TypeVar("T")
@@ -153,7 +153,7 @@ def judged_rows(row_q: Callable[[int, int], np.ndarray], run_chunk: Strings,
 
     blocks, base = [], 0
     for chunk in chunks(run_chunk):
-        blocks += [(base + lo, chunk.slice(lo, _BLOCK)) for lo in range(0, len(chunk), _BLOCK)]
+        blocks += [(base + lo, chunk.slice(lo, BLOCK)) for lo in range(0, len(chunk), BLOCK)]
         base += len(chunk)
     if len(blocks) > 1 and THREADS > 1:
         from concurrent.futures import ThreadPoolExecutor
