@@ -63,7 +63,7 @@ _SECRET_SUFFIXES = ("_key", "_token", "_secret", "_password", "_signature", "_si
 
 
 def secret_name(name: str) -> bool:
-    """Whether a parameter called ``name`` carries a credential (``api-key``, ``X-Amz-Signature``)."""
+    """Whether a parameter called ``name`` carries a credential (``api-key``, ``X-Amz-Sig``)."""
     norm = re.sub(r"[-.\[\]]", "_", name.lower()).removeprefix("x_").strip("_")
     return norm in SECRET_NAMES or norm.endswith(_SECRET_SUFFIXES)
 
