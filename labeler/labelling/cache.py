@@ -409,7 +409,7 @@ def migrate(directory: str | os.PathLike[str]) -> tuple[int, int]:
             for (key,) in rows:
                 try:
                     verdict = verdict_of(old.get(key))  # the trusted pickle load
-                except Exception:  # noqa: BLE001 - any unpicklable value is just dropped
+                except Exception:  # any value that does not load (too deep, foreign) is dropped
                     verdict = None
                 if verdict is None:
                     old.delete(key)
