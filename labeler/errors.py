@@ -67,6 +67,13 @@ class EndpointError(LabelerError):
     exit_code = 2
 
 
+class OutputError(LabelerError):
+    """An output cannot be written: the disk is full or over quota (exit 2); nothing
+    half-written is left."""
+
+    exit_code = 2
+
+
 class JudgeError(LabelerError):
     """One judgement could not be obtained (carries the reason; recorded as `failed`)."""
 
