@@ -39,7 +39,10 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise full_disk(exc, target) or exc from None
+        full = full_disk(exc, target)
+        if full is not None:
+            raise full from None
+        raise
     os.close(fd)
     tmp_path = Path(tmp)
     try:
