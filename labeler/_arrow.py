@@ -304,6 +304,9 @@ _MIXED_LENS = _mix(np.arange(256, dtype=np.uint64))   # _mix of each short lengt
 
 
 def _hash(b: Bytes, codes: np.ndarray | None) -> np.ndarray:
+    """The hash of each value from its own bytes (and code) alone: a value of w words gets
+    exactly w + 1 rounds, whatever its neighbours' lengths, so equal ids hash equal in any
+    block, array or call."""
     lens = b.lens
     longest = int(lens.max(initial=0))
     if codes is None and longest < len(_MIXED_LENS):
@@ -314,8 +317,12 @@ def _hash(b: Bytes, codes: np.ndarray | None) -> np.ndarray:
             h += codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         _mix(h)
     for j in range(-(-longest // 8)):
-        h ^= b.word(j, lens)
-        _mix(h)
+        if j == 0 or int(lens.min(initial=0)) > 8 * j:   # every value has word j
+            h ^= b.word(j, lens)
+            _mix(h)
+        else:   # only the values that reach word j get a round for it
+            rows = np.flatnonzero(lens > 8 * j)
+            h[rows] = _mix(h[rows] ^ b.word_at(rows, j))
     return h
 
 
@@ -325,12 +332,17 @@ def hash_ids(arr: pa.Array | pa.ChunkedArray, codes: np.ndarray | None = None) -
 
 
 def _key(b: Bytes) -> np.ndarray:
-    """Equal ids give equal keys (not the other way round): cheap, for repeat tests."""
+    """Equal ids give equal keys (not the other way round), from each id's own bytes alone:
+    cheap, for repeat tests."""
     lens = b.lens
     key = b.word(0, lens)
     key ^= lens.astype(np.uint64) << np.uint64(59)
     for j in range(1, -(-int(lens.max(initial=0)) // 8)):
-        key ^= _mix(b.word(j, lens) + np.uint64(j))
+        if int(lens.min(initial=0)) > 8 * j:
+            key ^= _mix(b.word(j, lens) + np.uint64(j))
+        else:
+            rows = np.flatnonzero(lens > 8 * j)
+            key[rows] ^= _mix(b.word_at(rows, j) + np.uint64(j))
     return key
 
 

@@ -52,8 +52,9 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
     except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
-        if isinstance(exc, OSError) and full_disk(exc, target) is not None:
-            raise full_disk(exc, target) from None
+        full = full_disk(exc, target)
+        if full is not None:
+            raise full from None
         raise
 
 
