@@ -272,6 +272,9 @@ def _run_of_table(df: pd.DataFrame, path: PathLike, loc: Locator, system: str
         i = int(np.flatnonzero(scores.isna().to_numpy())[0])
         raise InputError(f"{what} must be a number, got {df[what].iloc[i]!r}", path=path,
                          **loc(i))
+    if "system" in df.columns and df["system"].isna().any():  # never the run "None"
+        i = int(np.flatnonzero(df["system"].isna().to_numpy())[0])
+        raise InputError("'system' is empty", path=path, **loc(i))
     out = pd.DataFrame({
         "query_id": _as_id(df["query_id"], "query_id", path, loc),
         "chunk_id": _as_id(df["chunk_id"], "chunk_id", path, loc),
