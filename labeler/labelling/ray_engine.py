@@ -441,7 +441,7 @@ def reach(address: str, deadline: float | None = None) -> None:
         parts = urlsplit("//" + rest)
         host, port = parts.hostname, parts.port or _DEFAULT_PORTS[scheme]
     except ValueError:
-        host = port = None
+        host, port = None, 0
     if not host:
         raise ConfigError(f"`ray_address` {redact(address)} is not host:port, ray://host:port "
                           "or auto", setting="ray_address")
