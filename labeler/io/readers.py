@@ -123,6 +123,15 @@ def conform(df: pd.DataFrame, kind: str, cols: Sequence[str], path: PathLike, wh
     Usage: ``df = conform(raw, "qrels", QRELS_COLUMNS, path, "qrels")``
     """
     given = [str(c) for c in df.columns]
+    twice = sorted({c for c in given if given.count(c) > 1})
+    if twice:
+        raise InputError(f"the column {twice[0]!r} appears twice: rename or drop one", path=path)
+    grade = _ALIASES.get(kind, {}).get("grade", ())
+    if "grade" not in given and not (mapping and "grade" in mapping.values()):
+        both = [a for a in grade if a in given]
+        if len(both) > 1:  # which one is the grade? never picked silently
+            raise InputError(f"both {both[0]!r} and {both[1]!r} could be the grade: rename "
+                             "the one that is to 'grade' (or drop the other)", path=path)
     out = rename_aliases(df, kind, mapping, path=path)
     missing = [c for c in cols if c not in out.columns]
     if missing:
