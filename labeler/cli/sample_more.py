@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -45,6 +46,7 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
         raise ConfigError("--more extends a sample of whole queries (--unit query)")
     dfile = design_path(from_path)
     design = read_design(dfile)
+    check_design_sheets(design, dfile)
     if labels_path is None:
         if design.labels is None:
             raise ConfigError(f"the design {dfile} does not name its label records; give "
@@ -77,9 +79,39 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
                f"simple random sample ({after.left} left) -> {dfile}")
 
 
+def check_design_sheets(design: Any, design_file: Path) -> None:
+    """A hand-edited ``design.json`` checked against the sheets it names before anything is
+    drawn: its draws add up to ``drawn``, and no sheet holds a query beyond ``drawn`` (a
+    rolled-back ``drawn`` would draw those queries again)."""
+    if design.draws and sum(d.n for d in design.draws) != design.drawn:
+        raise InputError(f"`drawn` is {design.drawn} but its draws add up to "
+                         f"{sum(d.n for d in design.draws)}: the design was edited; restore "
+                         "it or draw a new sample", path=design_file)
+    from labeler import io
+
+    drawn = set(design.queries)
+    for draw in design.draws:
+        sheet = design_file.parent / draw.sheet if draw.sheet else None
+        if sheet is None or not sheet.is_file():
+            continue
+        try:
+            ids = set(io.read_table(sheet)[0]["query_id"].astype(str))
+        except (KeyError, InputError):
+            continue  # not a sheet this can read: the design alone decides
+        ahead = sorted(ids - drawn)
+        if ahead:
+            raise InputError(f"its sheet {draw.sheet} holds {len(ahead)} queries beyond the "
+                             f"{design.drawn} it says were drawn ({', '.join(ahead[:3])}): "
+                             "was `drawn` rolled back? Drawing now would give them again",
+                             path=design_file)
+
+
 def _next_sheet(design_file: Path, first: str | None, k: int) -> Path:
-    """``to_annotate-<k>.csv`` next to the first sheet (``to_annotate.csv``)."""
-    base = design_file.parent / (first or "to_annotate.csv")
+    """``to_annotate-<k>.csv`` next to the design, named after the first sheet
+    (``to_annotate.csv``) — its name only: a design naming ``../x`` or an absolute path
+    never sends the new sheet out of the design's folder."""
+    name = Path(first).name if first else ""
+    base = design_file.parent / (name if name not in ("", ".", "..") else "to_annotate.csv")
     return base.with_name(f"{base.stem}-{k}{base.suffix}")
 
 

@@ -147,6 +147,10 @@ def _table(qrels: pd.DataFrame, runs: pd.DataFrame, k: int, gain: str) -> pd.Dat
     return pq.pivot_table(index="query_id", columns="system", values="ndcg", aggfunc="first")
 
 
+_YEAR = 525_600.0
+"""Minutes in a year: the most one query can take (larger values make no finite hours)."""
+
+
 def plan(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, half_width: float,
          k: int = 10, pairs: bool = False, minutes_per_query: float | None = None,
          gain: str = "linear") -> Plan:
@@ -165,8 +169,9 @@ def plan(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, half_width: float,
     if not (isinstance(half_width, (int, float)) and math.isfinite(half_width)
             and half_width > 0):
         raise InputError(f"the half-width must be a positive number, got {half_width!r}")
-    if minutes_per_query is not None and not minutes_per_query > 0:
-        raise InputError(f"minutes per query must be positive, got {minutes_per_query!r}")
+    if minutes_per_query is not None and not 0 < minutes_per_query <= _YEAR:
+        raise InputError("minutes per query must be positive and at most a year (525600), "
+                         f"got {minutes_per_query!r}")
     human_q = io.as_qrels(human, any_grade=True)
     llm_q = io.as_qrels(llm, any_grade=True)
     run = io.as_runs(runs)
