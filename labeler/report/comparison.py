@@ -91,6 +91,14 @@ def as_agreement(agreement: Any, source: str = "<agreement>") -> dict[str, Any] 
     matrix = data.get("confusion_matrix")
     if matrix is not None:
         data["confusion_matrix"] = _check_matrix(matrix, source)
+    ci = data.get("ci")
+    if isinstance(ci, Mapping) and "level" in ci:
+        level = ci["level"]
+        if isinstance(level, bool) or not isinstance(level, (int, float)) \
+                or not 0 < level < 1:
+            raise InputError("ci.level must be a number between 0 and 1, got "
+                             f"{str(level)[:40]!r}",
+                             path=source)
     return data
 
 
