@@ -267,6 +267,10 @@ def _format_errors(exc: ValidationError) -> str:
 def parse_config(data: dict[str, Any], *, source: str | Path = "<config>",
                  base_dir: str | Path | None = None) -> Config:
     """Validate a config mapping; paths are resolved against ``base_dir`` when given."""
+    nul = _with_nul(data)
+    if nul is not None:  # no file name, model or variable can hold one: refused, never cut
+        raise ConfigError(f"{nul}: holds a NUL character (\\x00), which no path or name can "
+                          "hold", path=source)
     try:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
@@ -277,6 +281,23 @@ def parse_config(data: dict[str, Any], *, source: str | Path = "<config>",
         return cfg.resolved(base_dir)
     except ConfigError as exc:
         raise ConfigError(exc.message, path=source) from None
+
+
+def _with_nul(value: Any, where: str = "") -> str | None:
+    """The key (``inputs.queries``, ``k[1]``) of the first string holding a NUL, or None."""
+    if isinstance(value, str):
+        return (where or "(top level)") if "\x00" in value else None
+    items: Any = (value.items() if isinstance(value, dict)
+                  else enumerate(value) if isinstance(value, list) else ())
+    for key, item in items:
+        if isinstance(key, str) and "\x00" in key:
+            return f"{where}.{key!r}" if where else repr(key)
+        name = f"{where}[{key}]" if isinstance(key, int) else (f"{where}.{key}" if where
+                                                                 else str(key))
+        found = _with_nul(item, name)
+        if found is not None:
+            return found
+    return None
 
 
 def load_config(path: str | Path) -> Config:

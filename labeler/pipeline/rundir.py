@@ -90,10 +90,19 @@ def hold_lock(out_dir: Path) -> Iterator[Path]:
         fh.close()  # closing releases the flock
 
 
+KILLED = ".killed"
+"""Suffix given to a ``.partial`` run found by the next run: its process died without a word
+(``kill -9``, a power cut); what it wrote is kept for a look, ``latest`` never points at it."""
+
+
 def new_run_dir(out_dir: Path, now: datetime | None = None) -> Path:
-    """Create ``out_dir/runs/<stamp>.partial`` (``<stamp>-2`` … if the second is taken)."""
+    """Create ``out_dir/runs/<stamp>.partial`` (``<stamp>-2`` … if the second is taken).
+
+    Called while holding the lock: any other ``.partial`` there belongs to a run that died
+    without finishing; it is renamed ``<stamp>.killed`` and reported once."""
     runs = out_dir / "runs"
     runs.mkdir(parents=True, exist_ok=True)
+    _mark_killed(runs)
     stamp = utc_stamp(now)
     name, n = stamp, 1
     while (runs / name).exists() or (runs / (name + PARTIAL)).exists():
@@ -102,6 +111,24 @@ def new_run_dir(out_dir: Path, now: datetime | None = None) -> Path:
     path = runs / (name + PARTIAL)
     path.mkdir()
     return path
+
+
+def _mark_killed(runs: Path) -> None:
+    stale = sorted(p for p in runs.glob("*" + PARTIAL) if p.is_dir() and not p.is_symlink())
+    for path in stale:
+        base = path.name.removesuffix(PARTIAL)
+        target, n = runs / (base + KILLED), 1
+        while target.exists():
+            n += 1
+            target = runs / f"{base}-{n}{KILLED}"
+        try:
+            os.replace(path, target)
+        except OSError as exc:
+            log.warning("%s was left by a run that died; it could not be renamed (%s)",
+                        path, exc.strerror)
+            continue
+        log.warning("%s was left unfinished by a run that died (killed, or the machine "
+                    "stopped); kept as %s, which latest never names", path.name, target.name)
 
 
 def finish_run_dir(run_dir: Path) -> Path:
