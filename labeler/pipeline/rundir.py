@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["LockedError", "finish_run_dir", "hold_lock", "latest_run", "log_to_file",
-           "new_run_dir", "set_latest"]
+           "mark_killed", "new_run_dir", "set_latest"]
 
 PARTIAL = ".partial"
 INTERRUPTED = ".interrupted"
@@ -96,13 +96,9 @@ KILLED = ".killed"
 
 
 def new_run_dir(out_dir: Path, now: datetime | None = None) -> Path:
-    """Create ``out_dir/runs/<stamp>.partial`` (``<stamp>-2`` … if the second is taken).
-
-    Called while holding the lock: any other ``.partial`` there belongs to a run that died
-    without finishing; it is renamed ``<stamp>.killed`` and reported once."""
+    """Create ``out_dir/runs/<stamp>.partial`` (``<stamp>-2`` … if the second is taken)."""
     runs = out_dir / "runs"
     runs.mkdir(parents=True, exist_ok=True)
-    _mark_killed(runs)
     stamp = utc_stamp(now)
     name, n = stamp, 1
     while (runs / name).exists() or (runs / (name + PARTIAL)).exists():
@@ -113,7 +109,14 @@ def new_run_dir(out_dir: Path, now: datetime | None = None) -> Path:
     return path
 
 
-def _mark_killed(runs: Path) -> None:
+def mark_killed(out_dir: Path) -> list[Path]:
+    """Rename every ``runs/<stamp>.partial`` to ``<stamp>.killed`` and report it: called by a
+    run holding the lock, before it starts, any such folder belongs to a run that died
+    without finishing. Returns the new names."""
+    runs = out_dir / "runs"
+    done: list[Path] = []
+    if not runs.is_dir():
+        return done
     stale = sorted(p for p in runs.glob("*" + PARTIAL) if p.is_dir() and not p.is_symlink())
     for path in stale:
         base = path.name.removesuffix(PARTIAL)
@@ -129,6 +132,8 @@ def _mark_killed(runs: Path) -> None:
             continue
         log.warning("%s was left unfinished by a run that died (killed, or the machine "
                     "stopped); kept as %s, which latest never names", path.name, target.name)
+        done.append(target)
+    return done
 
 
 def finish_run_dir(run_dir: Path) -> Path:
