@@ -92,9 +92,9 @@ def main() -> None:
         rows.append(("--json", wall, peak, len(out) / 1e6))
         if args.report:
             wall, peak, _ = measured([*cmd, "--report", str(root / "report")])
-            size = max(p.stat().st_size for p in (root / "report").glob("report.*"))
-            rows.append(("--report", wall, peak, size / 1e6))
-    print("| runs | queries | pairs | output | wall (s) | peak memory (MiB) | largest file (MB) |"
+            for path in sorted((root / "report").glob("report.*")):
+                rows.append((f"--report: {path.name}", wall, peak, path.stat().st_size / 1e6))
+    print("| runs | queries | pairs | output | wall (s) | peak memory (MiB) | size (MB) |"
           "\n| ---: | ---: | --- | --- | ---: | ---: | ---: |")
     for what, wall, peak, mb in rows:
         print(f"| {args.runs:,} | {args.queries} | {args.pairs or 'default'} | {what} | "
