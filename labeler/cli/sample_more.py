@@ -87,18 +87,12 @@ def check_design_sheets(design: Any, design_file: Path) -> None:
         raise InputError(f"`drawn` is {design.drawn} but its draws add up to "
                          f"{sum(d.n for d in design.draws)}: the design was edited; restore "
                          "it or draw a new sample", path=design_file)
-    from labeler import io
-
     drawn = set(design.queries)
     for draw in design.draws:
         sheet = design_file.parent / draw.sheet if draw.sheet else None
         if sheet is None or not sheet.is_file():
             continue
-        try:
-            ids = set(io.read_table(sheet)[0]["query_id"].astype(str))
-        except (KeyError, InputError):
-            continue  # not a sheet this can read: the design alone decides
-        ahead = sorted(ids - drawn)
+        ahead = sorted(_sheet_queries(sheet) - drawn)
         if ahead:
             raise InputError(f"its sheet {draw.sheet} holds {len(ahead)} queries beyond the "
                              f"{design.drawn} it says were drawn ({', '.join(ahead[:3])}): "
@@ -122,15 +116,20 @@ def _relative_name(path: Path, base: Path) -> str:
         return str(path.resolve())
 
 
-def _check_sheet(sheet: Path, drawn: set[str], design_file: Path) -> None:
-    """The sheet given with --from must hold queries the design has drawn."""
+def _sheet_queries(sheet: Path) -> set[str]:
+    """The query ids of a sheet (none when it is not a sheet this can read: then the design
+    alone decides)."""
     from labeler import io
 
     try:
-        ids = set(io.read_table(sheet)[0]["query_id"].astype(str))
+        return set(io.read_table(sheet)[0]["query_id"].astype(str))
     except (KeyError, InputError):
-        return  # not a sheet this can read: the design alone decides
-    stray = sorted(ids - drawn)
+        return set()
+
+
+def _check_sheet(sheet: Path, drawn: set[str], design_file: Path) -> None:
+    """The sheet given with --from must hold queries the design has drawn."""
+    stray = sorted(_sheet_queries(sheet) - drawn)
     if stray:
         raise InputError(f"the sheet has {len(stray)} queries its design {design_file} has not "
                          f"drawn ({', '.join(stray[:3])}): they do not belong together",
