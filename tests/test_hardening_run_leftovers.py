@@ -1,6 +1,8 @@
 """``labeler run`` against a hostile config and a killed predecessor: a NUL in a path is a
-clear error naming the key (exit 2), and a ``runs/<stamp>.partial`` left by a run killed
-with ``kill -9`` is found by the next run, kept as ``<stamp>.killed`` and reported."""
+clear error naming the key (exit 2), a value of the wrong TOML type (``true`` for a count,
+``"10"`` for a number) is refused rather than coerced, and a ``runs/<stamp>.partial`` left by
+a run killed with ``kill -9`` is found by the next run, kept as ``<stamp>.killed`` and
+reported."""
 
 from __future__ import annotations
 
@@ -45,6 +47,17 @@ def test_a_nul_in_a_config_value_is_exit_2_naming_the_key(tmp_path: Path, querie
     assert res.exit_code == 2, res.output
     assert key in res.output and "NUL" in res.output and "unexpected" not in res.output
     assert not (tmp_path / "out" / "runs").exists()
+
+
+@pytest.mark.parametrize(("line", "key"), [
+    ("k = [true]", "k.0"), ('k = ["10"]', "k.0"), ("k = [10.5]", "k.0"),
+])
+def test_config_values_are_never_coerced(tmp_path: Path, line: str, key: str) -> None:
+    text = JOB.format(queries="data/queries.tsv").replace("k = [10]", line)
+    config = write_job(tmp_path, text + "concurrency = true\n")
+    res = CliRunner().invoke(main, ["run", str(config), "--check"])
+    assert res.exit_code == 2, res.output
+    assert key in res.output and "judge.concurrency" in res.output
 
 
 def test_a_run_killed_with_sigkill_is_found_and_reported_by_the_next(tmp_path: Path) -> None:

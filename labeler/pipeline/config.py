@@ -271,8 +271,8 @@ def parse_config(data: dict[str, Any], *, source: str | Path = "<config>",
     if nul is not None:  # no file name, model or variable can hold one: refused, never cut
         raise ConfigError(f"{nul}: holds a NUL character (\\x00), which no path or name can "
                           "hold", path=source)
-    try:
-        cfg = Config.model_validate(data)
+    try:  # strict, as TOML's own types: `true` is no count, "10" no number (never coerced)
+        cfg = Config.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc), path=source) from None
     if base_dir is None:
