@@ -5,10 +5,13 @@ a simulated judge that sees each NIST grade, adds an upward shift and Gaussian n
 back to 0-3 (seeded), and from the built-in lexical judge (passages graded from their text).
 One study:
 
-1. a pilot: a simple random sample of ``n0`` (10) of the 43 queries is judged by hand;
-2. ``plan`` (``labeler.statistics.planning.queries_needed``) names n, the number of labelled
-   queries every run's 95% PPI interval needs to be at most ±W (the largest over the runs;
-   with ``--pairs`` every pair's), and the number the human-only t interval needs;
+1. a pilot: a simple random sample of ``--pilot`` (10) of the 43 queries is judged by hand;
+2. ``plan`` (``labeler.statistics.planning.queries_needed`` with the margins of
+   ``planning.settings``, or ``--assurance``/``--assurance-human``/``--kurtosis``) names n,
+   the number of labelled queries every run's 95% PPI interval needs to be at most ±W (the
+   largest over the runs; with ``--pairs`` every pair's; the pilot itself where every
+   interval is within ±W already, as ``labeler plan`` says "enough now"), and the number the
+   human-only t interval needs;
 3. a fresh simple random sample of that size is drawn ("fresh"), and, as a user of
    ``labeler sample --more`` would, the pilot extended by random queries to that size
    ("extended"); each interval's half-width is measured on it.
@@ -30,7 +33,8 @@ who label, and prints every command and its output (the worked example of docs/p
 Usage::
 
     python benchmarks/bench_plan.py --data DIR                 # 1,000 studies per W
-    python benchmarks/bench_plan.py --studies 200 --widths 0.05 0.08 --pairs
+    python benchmarks/bench_plan.py --studies 300 --widths 0.04 0.06 0.10 --pilot 5 --pairs
+    python benchmarks/bench_plan.py --assurance 0.8 --assurance-human 0.8   # another margin
     python benchmarks/bench_plan.py --example /tmp/plan-example
 """
 
@@ -99,8 +103,9 @@ def realized(values: np.ndarray, idx: np.ndarray, n_total: int) -> np.ndarray:
 
 
 def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
-          assurance: float, kurtosis: float) -> dict[str, float]:
-    """Median n named and the share of studies reaching ±``w`` (every column at once)."""
+          margins: dict[str, tuple[float, float]], pilot: int = PILOT) -> dict[str, float]:
+    """Median n named and the share of studies reaching ±``w`` (every column at once);
+    ``margins``: each kind's (assurance, kurtosis)."""
     rng = np.random.default_rng(seed)
     n_total = len(y)
     kinds = {"ppi": y - yhat, "human_only": y}
@@ -108,15 +113,18 @@ def study(y: np.ndarray, yhat: np.ndarray, w: float, studies: int, seed: int,
                                    for m in ("n", "fresh", "extended")}
     for _ in range(studies):
         order = rng.permutation(n_total)
-        pilot = order[:PILOT]
+        first = order[:pilot]
         for kind, values in kinds.items():
-            needs = [planning.queries_needed(values[pilot, j], n_total, w,
-                                             assurance=assurance, kurtosis=kurtosis).n
+            assurance, kurtosis = margins[kind]
+            needs = [planning.queries_needed(values[first, j], n_total, w,
+                                             assurance=assurance, kurtosis=kurtosis)
                      for j in range(values.shape[1])]
-            n = max(int(x) for x in needs if x is not None)
-            n = max(n, 2)
+            # as `labeler plan`: an interval within ±W now needs no more queries; one wider
+            # than W needs at least one more
+            n = max(pilot if (x.half_width_now or 0) <= w else max(int(x.n or 0), pilot + 1)
+                    for x in needs)
             fresh = rng.choice(n_total, n, replace=False)
-            extended = order[:max(n, PILOT)]
+            extended = order[:max(n, pilot)]
             out[f"{kind}_n"].append(n)
             out[f"{kind}_fresh"].append(
                 float((realized(values, fresh, n_total) <= w + 1e-12).all()))
@@ -168,6 +176,17 @@ def example(data: Path, out: Path, seed: int, width: float = 0.05) -> None:
     sh(*plan)
 
 
+def margins_text(args: argparse.Namespace) -> str:
+    """The margins' settings used, in words."""
+    out = []
+    for kind, override in (("ppi", args.assurance), ("human_only", args.assurance_human)):
+        a, kurt = planning.settings(kind, args.pairs)
+        a = a if override is None else override
+        kurt = kurt if args.kurtosis is None else args.kurtosis
+        out.append(f"{kind} assurance {a:g}, kurtosis {kurt:g}")
+    return "; ".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
@@ -176,8 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", action="store_true", help="plan for the differences of runs")
     ap.add_argument("--one", action="store_true",
                     help="plan for each run (pair) alone; print the lowest of their rates")
-    ap.add_argument("--assurance", type=float, default=planning.ASSURANCE)
+    ap.add_argument("--assurance", type=float, default=None,
+                    help="the PPI margin's assurance (default: the planner's)")
+    ap.add_argument("--assurance-human", type=float, default=None,
+                    help="the human-only margin's assurance (default: the planner's)")
     ap.add_argument("--seed", type=int, default=2019)
+    ap.add_argument("--pilot", type=int, default=PILOT, help="queries labelled before planning")
+    ap.add_argument("--kurtosis", type=float, default=None,
+                    help="the excess kurtosis assumed (default: the planner's)")
     ap.add_argument("--example", type=Path, help="walk through one study in DIR instead")
     args = ap.parse_args(argv)
     if args.example is not None:
@@ -194,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     what = "differences of the 3 pairs of runs" if args.pairs else "means of the 3 runs"
     what += (", each planned alone (the lowest rate of the 3, the largest n)" if args.one
              else ", all planned at once (every interval must reach ±W)")
-    print(f"TREC DL 2019, {len(h)} queries, {what}; pilot of {PILOT} random queries; "
-          f"{args.studies} studies per row; assurance {args.assurance}\n")
+    print(f"TREC DL 2019, {len(h)} queries, {what}; pilot of {args.pilot} random queries; "
+          f"{args.studies} studies per row; margins {margins_text(args)}\n")
     print("| LLM labels | corr. | ±W | PPI n (median) | reached, fresh | reached, extended | "
           "human-only n (median) | reached, fresh | reached, extended |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -204,15 +229,19 @@ def main(argv: list[str] | None = None) -> int:
         yhat = targets(ndcg_table(labels, runs, h.index), args.pairs)
         corr = float(np.mean([np.corrcoef(y[:, j], yhat[:, j])[0, 1]
                               for j in range(y.shape[1])]))
-        kurt = planning.KURTOSIS_PAIR if args.pairs else planning.KURTOSIS_RUN
+        margins = {}
+        for kind, override in (("ppi", args.assurance), ("human_only", args.assurance_human)):
+            a, kurt = planning.settings(kind, args.pairs)
+            margins[kind] = (a if override is None else override,
+                             kurt if args.kurtosis is None else args.kurtosis)
         for i, w in enumerate(args.widths):
             if args.one:  # each interval planned alone: the lowest rate, the largest n
                 each = [study(y[:, [j]], yhat[:, [j]], w, args.studies, args.seed + i,
-                              args.assurance, kurt) for j in range(y.shape[1])]
+                              margins, args.pilot) for j in range(y.shape[1])]
                 r = {key: (max if key.endswith("_n") else min)(e[key] for e in each)
                      for key in each[0]}
             else:
-                r = study(y, yhat, w, args.studies, args.seed + i, args.assurance, kurt)
+                r = study(y, yhat, w, args.studies, args.seed + i, margins, args.pilot)
             print(f"| {name} | {corr:.2f} | {w:.2f} | {r['ppi_n']:.0f} | {r['ppi_fresh']:.1%} | "
                   f"{r['ppi_extended']:.1%} | {r['human_only_n']:.0f} | "
                   f"{r['human_only_fresh']:.1%} | {r['human_only_extended']:.1%} |")

@@ -61,10 +61,11 @@ def generate(n_rows: int, out: Path, seed: int = 2019) -> Path:
     start = rng.integers(0, 8_841_823, n_q)[:, None]
     stride = rng.integers(1, 997, n_q)[:, None]
     docs = (start + stride * np.arange(DEPTH + JUDGED)) % 8_841_823
+    as_ids = _chunk_ids if os.environ.get("BENCH_IDS") == "chunk" else (lambda a: a.astype(str))
     scores = np.sort(rng.random((n_q, DEPTH), dtype=np.float32), axis=1)[:, ::-1]
     run = pd.DataFrame({
         "query_id": pd.array(np.repeat(qids, DEPTH), dtype="str"),
-        "chunk_id": pd.array(docs[:, :DEPTH].ravel().astype(str), dtype="str"),
+        "chunk_id": pd.array(as_ids(docs[:, :DEPTH].ravel()), dtype="str"),
         "score": scores.ravel().astype(np.float64),
         "system": "bench",
     })
@@ -76,7 +77,7 @@ def generate(n_rows: int, out: Path, seed: int = 2019) -> Path:
     grades[:, 0] = np.maximum(grades[:, 0], 1)            # every query has a relevant chunk
     qrels = pd.DataFrame({
         "query_id": pd.array(np.repeat(qids, JUDGED), dtype="str"),
-        "chunk_id": pd.array(judged_docs.ravel().astype(str), dtype="str"),
+        "chunk_id": pd.array(as_ids(judged_docs.ravel()), dtype="str"),
         "grade": grades.ravel().astype(np.int64),
     })
     run.to_parquet(folder / "run.parquet", index=False)
@@ -93,6 +94,12 @@ def generate(n_rows: int, out: Path, seed: int = 2019) -> Path:
                    folder / "qrels.qrels", opts)
     (folder / "done").write_text("ok")
     return folder
+
+
+def _chunk_ids(docs: np.ndarray) -> np.ndarray:
+    """RAG chunk ids of 7 to 16 bytes (``doc12_c10``): either side of the 8-byte word."""
+    return np.char.add(np.char.add("doc", (docs // 40).astype(str)),
+                       np.char.add("_c", (docs % 40).astype(str)))
 
 
 def _label(n: int) -> str:
@@ -264,6 +271,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="calls per measurement (best kept)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="rounds over all tools (best kept; 1 round beyond 2M rows)")
+    ap.add_argument("--ids", choices=["msmarco", "chunk"], default="msmarco",
+                    help="passage ids: MS MARCO numbers (≤ 7 bytes) or RAG chunk ids "
+                    "(doc12_c10, 7–16 bytes)")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     ap.add_argument("--generate", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -276,6 +286,10 @@ def main() -> None:
         data["child_rss_kib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         Path(result).write_text(json.dumps(data))
         return
+    if args.ids == "chunk":   # the children read it; their data gets its own folder
+        os.environ["BENCH_IDS"] = "chunk"
+        if args.work == str(HERE / "_work"):
+            args.work = str(HERE / "_work-chunk")
     sizes = [1_000_000] if args.quick else [_parse_size(s) for s in args.sizes.split(",")]
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,9 @@ table in a notebook and converts with ``to_ir_measures()``/``to_ranx()``/``to_py
     rec = labeler.reconcile(llm=llm, human="human.qrels")        # agreement, merged labels
     labeler.score("human.qrels", runs, k=[5, 10]).summary        # NDCG@k, trec_eval-exact
     labeler.compare(human="human.qrels", llm=llm, runs=runs)     # do the labels change the winner?
+    labeler.sample_queries(llm, n=10, out="sheets/todo.csv")    # random queries for people;
+    labeler.plan(human="sheets/todo.csv", llm=llm, runs=runs, half_width=0.05)  # how many more?
+    labeler.more_queries("sheets/todo.csv", m=15)               # ... the next of the same order
     #   ... stats=labeler.StatsOptions(test="randomization", ppi=True): which differences are real
 
 Functions that take both label sets take them by keyword only (``human=``, ``llm=``).
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
     from labeler.reconciliation.agreement import AgreementReport
     from labeler.reconciliation.comparison import Comparison, compare
     from labeler.reconciliation.plan import Plan, plan
+    from labeler.reconciliation.sheets import more_queries, sample_queries
+    from labeler.reconciliation.certification import Certification, certify
     from labeler.io import (read_corpus, read_labels, read_pairs, read_qrels, read_queries,
                             read_run, read_runs)
     from labeler.labelling.result import LabelResult
@@ -52,17 +57,20 @@ _LAZY: dict[str, str] = {
     "score": "scoring.results", "ScoreResult": "scoring.results",
     "compare": "reconciliation.comparison", "Comparison": "reconciliation.comparison",
     "plan": "reconciliation.plan", "Plan": "reconciliation.plan",
+    "sample_queries": "reconciliation.sheets", "more_queries": "reconciliation.sheets",
+    "certify": "reconciliation.certification", "Certification": "reconciliation.certification",
     "JudgeConfig": "settings",
     "StatsOptions": "statistics.options", "Significance": "statistics.verdicts",
     **{name: "io" for name in ("read_pairs", "read_queries", "read_corpus", "read_qrels",
                                "read_run", "read_runs", "read_labels")},
 }
 
-__all__ = ["AgreementReport", "Comparison", "ConfigError", "EndpointError", "InputError",
-           "JudgeConfig", "JudgeError", "LabelResult", "LabelerError", "Plan", "Reconciliation",
-           "ScoreResult", "Significance", "StatsOptions", "__version__", "compare", "label",
-           "plan", "pool", "read_corpus", "read_labels", "read_pairs", "read_qrels", "read_queries",
-           "read_run", "read_runs", "reconcile", "score"]
+__all__ = ["AgreementReport", "Certification", "Comparison", "ConfigError", "EndpointError",
+           "InputError", "JudgeConfig", "JudgeError", "LabelResult", "LabelerError", "Plan",
+           "Reconciliation", "ScoreResult", "Significance", "StatsOptions", "__version__",
+           "certify", "compare", "label", "more_queries", "plan", "pool", "read_corpus",
+           "read_labels", "read_pairs", "read_qrels", "read_queries", "read_run", "read_runs",
+           "reconcile", "sample_queries", "score"]
 
 
 def __getattr__(name: str) -> Any:

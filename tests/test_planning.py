@@ -102,10 +102,11 @@ def test_resolving_a_pair_asks_for_an_interval_narrower_than_its_difference() ->
     rng = np.random.default_rng(1)
     d_h, d_l = rng.normal(0.03, 0.1, 12), rng.normal(0.02, 0.1, 12)
     got = pair_advice(d_h, d_l, 60, delta=-0.03)
-    assert got.n == brute_force(d_h - d_l, 60, 0.03, planning.ASSURANCE,
+    assert got.n == brute_force(d_h - d_l, 60, 0.03, planning.ASSURANCE_PAIR,
                                 planning.KURTOSIS_PAIR, strict=True)
     alone = pair_advice(d_h, None, None, delta=0.03)
-    assert alone.n == brute_force(d_h, None, 0.03, planning.ASSURANCE, planning.KURTOSIS_PAIR,
+    assert alone.n == brute_force(d_h, None, 0.03, planning.ASSURANCE_PAIR,
+                                  planning.KURTOSIS_PAIR,
                                   strict=True)
     zero = queries_to_resolve(d_h, None, 0.0)
     assert zero.n is None and "no difference" in str(zero.reason)

@@ -202,7 +202,7 @@ def test_report_leads_with_the_headline_and_lists_every_pair_verdict(sampled: di
     c, paths = sampled["c"], sampled["paths"]
     html, md = paths["html"].read_text(), paths["md"].read_text()
     head = c.headline
-    assert head.startswith("On the 6 queries every run scores under both label sets, ")
+    assert head.startswith("On the 10 queries, 6 of them labelled by people at random, ")
     assert f'<p class="headline" id="headline">{head}</p>' in html
     assert md.split("\n\n")[1] == f"**{md_escape(head)}**"
     for p in c.significance.pairs_to_dicts():
@@ -214,9 +214,14 @@ def test_report_leads_with_the_headline_and_lists_every_pair_verdict(sampled: di
     assert f"{counts['confirmed']} confirmed, {counts['reversed']} reversed" in html
 
 
-def test_report_runs_are_in_human_rank_order_with_intervals_and_leniency(sampled: dict
-                                                                         ) -> None:
-    c, html = sampled["c"], sampled["paths"]["html"].read_text()
+def test_report_runs_are_in_human_rank_order_with_intervals_and_leniency(
+        sampled: dict, tmp_path: Path) -> None:
+    # with PPI: best PPI estimate first, leniency on the labelled queries
+    # (tests/test_report_ppi.py); without it, the human means over the shared queries
+    human = io.read_qrels(DATA / "human.qrels")
+    llm = human.assign(grade=human["grade"].replace({1: 2, 3: 2}))
+    c = compare(human=human, llm=llm, runs=io.read_runs(sorted((DATA / "runs").glob("*.run"))))
+    html = write_report(c, tmp_path / "r")["html"].read_text()
     runs_table = html[html.index('<table id="runs">'):html.index("</table>",
                                                                  html.index('id="runs"'))]
     order = re.findall(r'<tr><td class="id">([^<]+)</td>', runs_table)
@@ -231,6 +236,8 @@ def test_report_runs_are_in_human_rank_order_with_intervals_and_leniency(sampled
             assert re.search(rf'class="num strict"[^>]*>{re.escape(f"{r.delta:+.4f}")}<',
                              runs_table)
     assert "td.up" not in html and "td.down" not in html  # no good/bad colouring
+    ppi_html = sampled["paths"]["html"].read_text()
+    assert "td.up" not in ppi_html and "td.down" not in ppi_html
 
 
 def test_report_has_the_ppi_section_the_judge_and_agreement_intervals(sampled: dict) -> None:
@@ -258,12 +265,12 @@ def test_report_has_the_ppi_section_the_judge_and_agreement_intervals(sampled: d
 def test_scatter_error_bars_are_the_run_intervals(sampled: dict) -> None:
     from matplotlib.container import ErrorbarContainer
 
-    c = sampled["c"]
+    c = sampled["c"]  # with PPI: across, the PPI estimate and its interval
     fig = plots.ndcg_scatter(c)
     bars = [k for k in fig.axes[0].containers if isinstance(k, ErrorbarContainer)]
     assert len(bars) == 1
     _, _, (xbars, ybars) = bars[0].lines
     runs = c.runs.dropna(subset=["human", "llm"])
     for system, xseg, yseg in zip(runs["system"], xbars.get_segments(), ybars.get_segments()):
-        assert sorted(xseg[:, 0]) == pytest.approx(c.significance.run_ci(system, "human"))
+        assert sorted(xseg[:, 0]) == pytest.approx(c.significance.run_ppi(system)["ci"])
         assert sorted(yseg[:, 1]) == pytest.approx(c.significance.run_ci(system, "llm"))

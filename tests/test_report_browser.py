@@ -17,10 +17,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dl19kit import lexical_slice
+
 from labeler import io
 from labeler.reconciliation.comparison import compare
 from labeler.pipeline.provenance import judge_summary
 from labeler.report.comparison import write_report
+from labeler.statistics.verdicts import StatsOptions
 
 DATA = Path(__file__).parent / "data" / "compare"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
@@ -45,6 +48,23 @@ def _browser() -> str:
         if found:
             return found
     pytest.skip("no Chromium/Chrome binary found (apt-get install chromium to run this test)")
+
+
+def _probe(page: Path, tmp_path: Path, body: str, window: str) -> dict:
+    """Open ``page`` at ``window`` (``"1280,800"``) with a script whose ``body`` sets ``out``
+    after the page loaded; return ``out``."""
+    script = ("<script>window.addEventListener(\"load\", function () {\n" + body
+              + "\n  var pre = document.createElement(\"pre\");\n  pre.id = \"probe-out\";\n"
+              "  pre.textContent = JSON.stringify(out);\n  document.body.appendChild(pre);\n"
+              "});</script>")
+    probed = tmp_path / "probe.html"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"),
+                      encoding="utf-8")
+    done = _chromium(_browser(), tmp_path / "profile", "--virtual-time-budget=10000",
+                     f"--window-size={window}", "--dump-dom", probed.as_uri())
+    found = re.search(r'<pre id="probe-out">(.*?)</pre>', done.stdout, re.S)
+    assert found, done.stderr[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
 
 
 def _chromium(binary: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -169,9 +189,7 @@ def test_layout_fits_the_window_and_wide_tables_scroll(report: Path, tmp_path: P
         assert "runs" in {t["id"] for t in wide}  # too wide for a phone: it scrolls
 
 
-MANY = """<script>
-window.addEventListener("load", function () {
-  var doc = document.documentElement;
+MANY = """  var doc = document.documentElement;
   var details = {};
   document.querySelectorAll("details[id]").forEach(function (d) { details[d.id] = d.open; });
   var lead = document.getElementById("changed-lead");
@@ -179,19 +197,13 @@ window.addEventListener("load", function () {
              details: details, lead: lead ? lead.textContent : null,
              lead_top: lead ? lead.getBoundingClientRect().top : null,
              headline_top: document.getElementById("headline").getBoundingClientRect().top,
-             run_rows: document.querySelectorAll("#runs tbody tr").length};
-  var pre = document.createElement("pre");
-  pre.id = "many-probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
-</script>"""
+             run_rows: document.querySelectorAll("#runs tbody tr").length};"""
 
 
 def test_a_report_of_many_runs_leads_with_the_answer_at_1280_px(tmp_path: Path) -> None:
     """Twelve runs (66 pairs): the page stays short at 1280 px — headline first, the pairs
     whose verdict changes in the open, every pair and the planning table collapsed."""
-    binary = _browser()
+    _browser()
     dl19 = Path(__file__).parent / "data" / "dl19"
     human = io.read_qrels(dl19 / "qrels-pass.qrels")
     rng = np.random.default_rng(7)
@@ -206,17 +218,49 @@ def test_a_report_of_many_runs_leads_with_the_answer_at_1280_px(tmp_path: Path) 
     c = compare(human=human, llm=llm, runs=pd.concat(runs, ignore_index=True))
     assert len(c.significance.pairs) == 66
     page = write_report(c, tmp_path / "report")["html"]
-    probed = tmp_path / "probe.html"
-    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", MANY + "</body>"),
-                      encoding="utf-8")
-    done = _chromium(binary, tmp_path / "profile", "--virtual-time-budget=10000",
-                     "--window-size=1280,2000", "--dump-dom", probed.as_uri())
-    found = re.search(r'<pre id="many-probe">(.*?)</pre>', done.stdout, re.S)
-    assert found, done.stderr[-2000:]
-    got = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    got = _probe(page, tmp_path, MANY, "1280,2000")
     assert got["viewport"] == 1280 and got["page"] <= 1280
     assert got["run_rows"] == 12
     assert got["details"]["all-pairs"] is False          # 66 pairs: collapsed
     assert got["lead"] and "pair verdict" in got["lead"]
     assert got["headline_top"] < got["lead_top"]
     assert got["height"] < 6000, got["height"]           # was > 8,000 px with 11 runs
+
+
+PPI_PROBE = """  var doc = document.documentElement;
+  var head = document.getElementById("headline").getBoundingClientRect();
+  var runs = document.getElementById("runs");
+  var box = runs.closest(".scroll");
+  var out = {page: doc.scrollWidth, viewport: window.innerWidth, height: window.innerHeight,
+             headline: document.getElementById("headline").textContent,
+             headline_box: [head.top, head.bottom, head.left, head.right],
+             runs_width: runs.scrollWidth, runs_box: box.clientWidth,
+             header: Array.from(runs.querySelectorAll("th")).map(function (th) {
+               return th.textContent; }),
+             resolved: Array.from(document.querySelectorAll("#resolved tbody tr")).map(
+               function (tr) { return tr.textContent; })};"""
+
+
+def test_a_ppi_report_leads_with_its_answer_and_fits_1280_px(tmp_path: Path) -> None:
+    """compare --ppi on DL 2019 (7 of 10 queries labelled by NIST, the lexical judge's
+    labels of every top-10 passage): at 1280 × 800 the PPI headline is on the first screen,
+    the page never scrolls sideways, and the runs table — PPI estimates beside both label
+    sets on the labelled queries — fits without a scroll bar of its own."""
+    _browser()
+    data = lexical_slice()
+    queries = sorted(data["human"]["query_id"].unique())
+    labelled = np.random.default_rng(2).choice(queries, 7, replace=False)
+    human = data["human"].loc[data["human"]["query_id"].isin(labelled)]
+    c = compare(human=human, llm=data["llm"], runs=data["runs"],
+                stats=StatsOptions(ppi=True, bootstrap=200))
+    page = write_report(c, tmp_path / "report", title="DL19, 7 of 10 queries judged")["html"]
+    got = _probe(page, tmp_path, PPI_PROBE, "1280,800")
+    assert got["viewport"] == 1280 and got["page"] <= 1280   # no sideways scroll
+    top, bottom, left, right = got["headline_box"]
+    assert top >= 0 and bottom <= got["height"] and 0 <= left < right <= 1280  # first screen
+    assert got["headline"] == c.headline
+    assert got["headline"].startswith("On the 10 queries, 7 of them labelled by people")
+    assert got["runs_width"] <= got["runs_box"] + 1, (got["runs_width"], got["runs_box"])
+    assert "NDCG@10, human: PPI estimate [95% CI]" in got["header"]
+    assert "human, labelled queries" in got["header"]
+    assert len(got["resolved"]) == 2 and all("reverse" in row for row in got["resolved"])

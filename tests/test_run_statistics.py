@@ -53,6 +53,16 @@ def test_statistics_settings_reach_comparison_report_and_drift(tmp_path: Path) -
         assert done.exit_code == 0, done.output
     run = _latest(tmp_path / "out")
     comparison = json.loads((run / "comparison.json").read_text())
+    # one planning line, `labeler plan`'s, in the summary and the comparison
+    assert done.output.count("Planning:") == 1
+    assert comparison["statistics"]["planning"] in done.output
+    # the summary is PPI's: the estimate, delta on the labelled queries, PPI's verdicts
+    for tag, r in comparison["runs"].items():
+        row = next(x for x in done.stdout.splitlines() if x.startswith(f"{tag} "))
+        assert row.split()[1:] == [f"{r['ppi']['estimate']:.4f}", f"{r['llm']:.4f}",
+                                   f"{r['labelled']['delta']:+.4f}"]
+    assert "PPI verdicts of 3 pairs: " in done.stdout
+    assert f": {comparison['headline']}" in done.stdout
     assert {k: comparison["statistics"][k] for k in ("test", "alpha", "permutations", "seed",
                                                       "ppi")} == {
         "test": "randomization", "alpha": 0.1, "permutations": 500, "seed": 3, "ppi": True}

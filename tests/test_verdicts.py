@@ -178,7 +178,6 @@ def test_ppi_runs_and_pairs_are_the_difference_estimator_by_hand(
         want = ("unresolved" if i["ppi"]["p_adjusted"] >= 0.05 else
                 "a-better" if i["ppi"]["delta"] > 0 else "b-better")
         assert i["ppi"]["verdict"] == want
-    assert sig.planning_line() is not None
     strict = significance(comparison.per_query, comparison.systems,
                           options=StatsOptions(ppi=True, alpha=0.01),
                           ppi_population=population, ppi_labelled=set(lab))

@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "probe_cmd",
     "cache_cmd",
     "plan_cmd",
+    "certify_cmd",
 )
 
 

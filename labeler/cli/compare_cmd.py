@@ -14,8 +14,8 @@ import click
 
 from labeler.schema import GAINS
 from labeler.cli import main
-from labeler.cli.options import (InputFormats, echo_result, format_option, read_side, stats_options,
-                                 stats_settings)
+from labeler.cli.options import (HUMAN_MANY, InputFormats, echo_result, format_option, read_humans,
+                                 read_side, stats_options, stats_settings)
 from labeler.cli.pair_progress import PairProgress
 
 DEFAULT_TITLE = "Human vs LLM labels"
@@ -31,9 +31,9 @@ Examples:
       --report agreement.json
   labeler judges --human human.qrels --llm labels.jsonl --report judges/
 """)
-@click.option("--human", "human_path", required=True, metavar="QRELS",
+@click.option("--human", "human_paths", required=True, multiple=True, metavar="QRELS",
               help="Human labels: TREC qrels, CSV, JSONL, Parquet or irds:<id> (an "
-                   "ir_datasets dataset's qrels).")
+                   "ir_datasets dataset's qrels)" + HUMAN_MANY)
 @click.option("--llm", "llm_path", required=True, metavar="LABELS",
               help="LLM labels: label records (failed rows left out) or any qrels form.")
 @click.option("--run", "run_paths", multiple=True, metavar="[NAME=]RUN",
@@ -71,7 +71,7 @@ Examples:
                    "`labeler score --complete`). Without it, runs are ranked only on the "
                    "queries every run scores under both label sets.")
 @stats_options()
-def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
+def compare_cmd(human_paths: tuple[str, ...], llm_path: str, run_paths: tuple[str, ...],
                 ks: tuple[int, ...], measure: str | None, fmt: tuple[str, ...], gain: str,
                 include_empty: bool, grade_map_human: str | None, grade_map_llm: str | None,
                 queries_path: str | None, top: int, as_json: bool, report_dir: str | None,
@@ -93,7 +93,7 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
     from labeler.io.guard import check_outputs
     from labeler.report.comparison import load_agreement, write_report
 
-    check_outputs({"--human": human_path, "--llm": llm_path,
+    check_outputs({"--human": list(human_paths), "--llm": llm_path,
                    "--run": [parse_run_arg(r)[1] for r in run_paths],
                    "--queries": queries_path, "--agreement": agreement_path},
                   dirs={"--report": report_dir})
@@ -106,11 +106,11 @@ def compare_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...],
     def qrels(path: str, grade_map: object = None, fmt: str | None = None) -> object:
         return io.read_qrels(path, fmt, grade_map, any_grade=True)  # type: ignore[arg-type]
 
-    formats = InputFormats(fmt, {"human": human_path, "llm": llm_path, "run": list(run_paths),
+    formats = InputFormats(fmt, {"human": list(human_paths), "llm": llm_path,
+                                 "run": list(run_paths),
                                  "queries": queries_path})
     with formats:   # any integer grade scores
-        human = read_side(qrels, human_path, grade_map_human, "--grade-map-human",
-                          formats["human"])
+        human = read_humans(qrels, human_paths, grade_map_human, formats["human"])
         llm = read_side(qrels, llm_path, grade_map_llm, "--grade-map-llm", formats["llm"])
         runs = io.read_runs(list(run_paths), formats["run"])
         queries = io.read_queries(queries_path, formats["queries"]) if queries_path else None

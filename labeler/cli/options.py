@@ -197,6 +197,25 @@ def read_side(reader: Callable[..., Any], path: Any, grade_map: str | None, flag
                          line=exc.line, row=exc.row) from None
 
 
+def read_humans(reader: Callable[..., Any], paths: Sequence[Any], grade_map: str | None,
+                fmt: str | None = None) -> Any:
+    """The human labels of every ``--human`` file (the sheets of one design), each read with
+    ``--grade-map-human``, as one label set: a pair graded differently in two files is an
+    error naming the pair and both files (:func:`labeler.reconciliation.labelled.combine_human`).
+    One file is read as it is."""
+    from labeler.reconciliation.labelled import combine_human
+
+    frames = {str(p): read_side(reader, p, grade_map, "--grade-map-human", fmt) for p in paths}
+    if len(frames) == 1:
+        return next(iter(frames.values()))
+    return combine_human(frames)
+
+
+HUMAN_MANY = ("; repeat --human for several files (the sheets of one sample), read together: "
+              "a pair graded differently in two of them is an error.")
+"""The end of every repeatable ``--human`` option's help."""
+
+
 def read_label_sets(specs: tuple[str, ...], grade_map: str | None, fmt: str | None = None
                     ) -> dict[str, Any]:
     """``[NAME=]PATH`` specs → {name: label records}, each read with ``--grade-map-llm`` (and

@@ -12,7 +12,8 @@ from __future__ import annotations
 import click
 
 from labeler.cli import main
-from labeler.cli.options import InputFormats, echo_result, format_option, read_side
+from labeler.cli.options import (HUMAN_MANY, InputFormats, echo_result, format_option,
+                                 read_humans, read_side)
 from labeler.schema import GAINS
 
 
@@ -25,9 +26,9 @@ Examples:
   labeler plan --human to_judge.csv --llm labels.jsonl --run bm25.run --run dense.run \\
       --half-width 0.03 --pairs --json
 """)
-@click.option("--human", "human_path", required=True, metavar="QRELS",
+@click.option("--human", "human_paths", required=True, multiple=True, metavar="QRELS",
               help="Human labels of the queries labelled so far (a random sample of whole "
-                   "queries, `labeler sample --unit query`; at least 5).")
+                   "queries, `labeler sample --unit query`; at least 5)" + HUMAN_MANY)
 @click.option("--llm", "llm_path", required=True, metavar="LABELS",
               help="LLM labels of every query: label records (failed rows left out) or qrels.")
 @click.option("--run", "run_paths", required=True, multiple=True, metavar="[NAME=]RUN",
@@ -37,6 +38,10 @@ Examples:
               help="The ± wanted on each run's mean NDCG@k (95% interval), e.g. 0.05.")
 @click.option("--pairs", is_flag=True,
               help="Plan for every difference between two runs too (usually needs more).")
+@click.option("--design", "design_path", metavar="DESIGN", default=None,
+              help="The sample's design.json (or a sheet next to it): more queries are "
+                   "counted in its random order, and the command to draw them named. "
+                   "Default: the design.json next to a --human sheet, if there is one.")
 @click.option("--minutes-per-query", "minutes", metavar="M",
               type=click.FloatRange(0, min_open=True),
               help="How long a person takes to label one query's pairs: adds hours.")
@@ -50,8 +55,9 @@ Examples:
               help="Map raw LLM grades, e.g. '4=3'.")
 @format_option("human", "llm", "run")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def plan_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...], half_width: float,
-             pairs: bool, minutes: float | None, k: int, gain: str,
+def plan_cmd(human_paths: tuple[str, ...], llm_path: str, run_paths: tuple[str, ...],
+             half_width: float,
+             pairs: bool, design_path: str | None, minutes: float | None, k: int, gain: str,
              grade_map_human: str | None, grade_map_llm: str | None, fmt: tuple[str, ...],
              as_json: bool) -> None:
     """How many queries people must label so that every run's prediction-powered interval
@@ -66,18 +72,35 @@ def plan_cmd(human_path: str, llm_path: str, run_paths: tuple[str, ...], half_wi
     from labeler.io.guard import check_outputs
     from labeler.reconciliation.plan import plan
 
-    check_outputs({"--human": human_path, "--llm": llm_path,
+    check_outputs({"--human": list(human_paths), "--llm": llm_path,
                    "--run": [parse_run_arg(r)[1] for r in run_paths]})
 
     def qrels(path: str, grade_map: object = None, fmt: str | None = None) -> object:
         return io.read_qrels(path, fmt, grade_map, any_grade=True)  # type: ignore[arg-type]
 
-    formats = InputFormats(fmt, {"human": human_path, "llm": llm_path, "run": list(run_paths)})
+    formats = InputFormats(fmt, {"human": list(human_paths), "llm": llm_path,
+                                 "run": list(run_paths)})
     with formats:
-        human = read_side(qrels, human_path, grade_map_human, "--grade-map-human",
-                          formats["human"])
+        human = read_humans(qrels, human_paths, grade_map_human, formats["human"])
         llm = read_side(qrels, llm_path, grade_map_llm, "--grade-map-llm", formats["llm"])
         runs = io.read_runs(list(run_paths), formats["run"])
     result = plan(human=human, llm=llm, runs=runs, half_width=half_width, k=k, pairs=pairs,
-                  minutes_per_query=minutes, gain=gain)
+                  minutes_per_query=minutes, gain=gain,
+                  design=design_path or _design_next_to(human_paths))
     echo_result(result, as_json)
+
+
+def _design_next_to(paths: tuple[str, ...]) -> str | None:
+    """The design.json next to the first --human sheet that has one (the sheets of
+    ``labeler sample --unit query``)."""
+    from pathlib import Path
+
+    from labeler.reconciliation.design import DESIGN_FILE
+
+    for p in paths:
+        if str(p).startswith("irds:"):
+            continue
+        d = Path(p).parent / DESIGN_FILE
+        if d.is_file():
+            return str(d)
+    return None

@@ -18,7 +18,8 @@ import click
 from labeler.errors import ConfigError
 from labeler.cli import main
 from labeler.cli.sheet_texts import _texts, _warn_ids_only
-from labeler.cli.options import InputFormats, bootstrap_options, format_option, read_side
+from labeler.cli.options import (HUMAN_MANY, InputFormats, bootstrap_options, format_option,
+                                 read_humans, read_side)
 
 _FILE = click.Path(dir_okay=False, path_type=Path)  # existence is checked by labeler.io
 
@@ -34,9 +35,9 @@ Examples:
 """)
 @click.option("--llm", "llm_path", type=_FILE, required=True,
               help="LLM label records (JSONL/CSV/Parquet) or any qrels form.")
-@click.option("--human", "human_path", type=_FILE, required=True,
+@click.option("--human", "human_paths", type=_FILE, required=True, multiple=True,
               help="Human qrels (TREC qrels, a table with query_id, chunk_id, grade, or "
-                   "irds:<id>).")
+                   "irds:<id>)" + HUMAN_MANY)
 @click.option("--out", type=_FILE, required=True,
               help="Merged label records (human where present, else LLM; `source` column).")
 @click.option("--report", type=_FILE, help="Write the agreement report as JSON.")
@@ -70,7 +71,7 @@ Examples:
               help="Seed for the bootstrap and the calibration folds.")
 @bootstrap_options()
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
-def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path | None,
+def reconcile_command(llm_path: Path, human_paths: tuple[Path, ...], out: Path, report: Path | None,
                       qrels_out: Path | None, do_calibrate: bool, method: str, folds: int,
                       calibration_in: Path | None, calibration_out: Path | None,
                       audit: Path | None, min_gap: int, pairs_path: Path | None,
@@ -84,7 +85,7 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
     from labeler.io.guard import check_outputs
     from labeler.reconciliation.stage import reconcile
 
-    check_outputs({"--llm": llm_path, "--human": human_path, "--pairs": pairs_path,
+    check_outputs({"--llm": llm_path, "--human": list(human_paths), "--pairs": pairs_path,
                    "--queries": queries_path, "--corpus": corpus_path,
                    "--calibration-in": calibration_in},
                   {"--out": out, "--report": report, "--qrels-out": qrels_out,
@@ -94,12 +95,12 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
     if do_calibrate and calibration_in:
         raise ConfigError("use either --calibrate (fit a new calibration) or --calibration-in "
                           "(apply a saved one), not both")
-    formats = InputFormats(fmt, {"llm": llm_path, "human": human_path, "pairs": pairs_path,
+    formats = InputFormats(fmt, {"llm": llm_path, "human": list(human_paths),
+                                 "pairs": pairs_path,
                                  "queries": queries_path, "corpus": corpus_path})
     with formats:
         llm = read_side(read_llm, llm_path, grade_map_llm, "--grade-map-llm", formats["llm"])
-        human = read_side(read_human, human_path, grade_map_human, "--grade-map-human",
-                          formats["human"])
+        human = read_humans(read_human, human_paths, grade_map_human, formats["human"])
         texts = _texts(pairs_path, queries_path, corpus_path, llm if audit else None, formats)
         rec = reconcile(llm=llm, human=human,
                         calibrate=method if do_calibrate else False,  # type: ignore[arg-type]
@@ -111,7 +112,8 @@ def reconcile_command(llm_path: Path, human_path: Path, out: Path, report: Path 
         from labeler.reconciliation.agreement import joined
 
         joined(llm=llm, human=human)  # raises the error that says why nothing overlaps
-    extra: dict[str, Any] = {"llm": str(llm_path), "human": str(human_path)}
+    extra: dict[str, Any] = {"llm": str(llm_path),
+                             "human": " + ".join(str(p) for p in human_paths)}
     data: dict[str, Any] = rec.to_dict()
     if calibration_in and "calibration" in data:
         extra["calibration"] = {"loaded_from": str(calibration_in), **data["calibration"]}
@@ -155,6 +157,8 @@ Examples:
   labeler sample --unit query --n 15 --labels labels.jsonl --pairs pairs.jsonl --out to_judge.csv
   # ten more queries of the same random order (to_judge-2.csv)
   labeler sample --more 10 --from to_judge.csv
+  # anchors for a nightly job: 100 human-graded pairs, stratified by grade
+  labeler sample --anchors 100 --human human.qrels --pairs pairs.jsonl --out anchors.jsonl
 """)
 @click.option("--labels", "labels_path", type=_FILE,
               help="LLM label records (or qrels) to sample from (with --more: the ones the "
@@ -175,8 +179,9 @@ Examples:
                    "simple random sample, none drawn twice.")
 @click.option("--from", "from_path", type=_FILE,
               help="With --more: the earlier sheet, or its design.json.")
-@click.option("--human", "human_path", type=_FILE,
-              help="Human qrels (a file or irds:<id>): pairs already labelled are skipped.")
+@click.option("--human", "human_paths", type=_FILE, multiple=True,
+              help="Human qrels (a file or irds:<id>): pairs already labelled are skipped"
+                   + HUMAN_MANY)
 @click.option("--pairs", "pairs_path", type=_FILE, help="Pairs file for the query/chunk texts.")
 @click.option("--queries", "queries_path", type=_FILE,
               help="Query texts (instead of --pairs; a file or irds:<id>), with --corpus.")
@@ -188,21 +193,33 @@ Examples:
               help="Random seed of the draw: the same seed and labels give the same sheet.")
 @click.option("--by", default="grade,query_id", show_default=True, metavar="COLUMNS",
               help="Stratify equally over the first column, spread over the others.")
+@click.option("--anchors", "anchors", type=click.IntRange(min=1), metavar="N",
+              help="Draw N anchors for `labeler run` ([drift] anchors) from the --human "
+                   "labels: equal shares of each human grade, spread over queries, with their "
+                   "texts (--pairs, or --queries and --corpus). --labels is not needed.")
 @click.option("--show-llm-grade", is_flag=True,
               help="Include the LLM's grade in the sheet (hidden by default: it anchors "
                    "annotators).")
 @click.pass_context
 def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: str,
                    out: Path | None, more: int | None, from_path: Path | None,
-                   human_path: Path | None, pairs_path: Path | None,
+                   human_paths: tuple[Path, ...], pairs_path: Path | None,
                    queries_path: Path | None, corpus_path: Path | None,
-                   fmt: tuple[str, ...], seed: int, by: str, show_llm_grade: bool) -> None:
+                   fmt: tuple[str, ...], seed: int, by: str, anchors: int | None,
+                   show_llm_grade: bool) -> None:
     """Which pairs a human should label next (stratified by LLM grade and query, or whole
-    random queries; --more draws more of the same random queries)."""
+    random queries; --more draws more of the same random queries; --anchors draws a nightly
+    job's anchors from human labels)."""
+    if anchors is not None:
+        from labeler.cli.sample_anchors import sample_anchors
+
+        sample_anchors(anchors, human_paths, out, {"pairs": pairs_path, "queries": queries_path,
+                                                  "corpus": corpus_path}, fmt, seed)
+        return
     if more is not None or from_path is not None:
         from labeler.cli.sample_more import sample_more
 
-        sample_more(ctx, more, from_path, labels_path, out, human_path,
+        sample_more(ctx, more, from_path, labels_path, out, human_paths,
                     {"pairs": pairs_path, "queries": queries_path, "corpus": corpus_path},
                     fmt, show_llm_grade)
         return
@@ -213,23 +230,28 @@ def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: s
     from labeler.io.guard import check_outputs
     from labeler.reconciliation.sample import annotation_sheet, propose_sample
 
-    check_outputs({"--labels": labels_path, "--human": human_path, "--pairs": pairs_path,
+    check_outputs({"--labels": labels_path, "--human": list(human_paths), "--pairs": pairs_path,
                    "--queries": queries_path, "--corpus": corpus_path}, {"--out": out})
-    formats = InputFormats(fmt, {"labels": labels_path, "human": human_path, "pairs": pairs_path,
+    formats = InputFormats(fmt, {"labels": labels_path, "human": list(human_paths),
+                                 "pairs": pairs_path,
                                  "queries": queries_path, "corpus": corpus_path})
     with formats:
         labels = read_llm(labels_path, fmt=formats["labels"])
         texts = _texts(pairs_path, queries_path, corpus_path, labels, formats)
-        done = (read_human(human_path, fmt=formats["human"])
-                if human_path is not None else None)
+        done = (read_humans(read_human, human_paths, None, formats["human"])
+                if human_paths else None)
     if unit == "query":
         from labeler.reconciliation.design import (DESIGN_FILE, Draw, draw_queries,
                                                    write_design)
 
         design_file = out.parent / DESIGN_FILE
         check_outputs({"--labels": labels_path}, {"--out": out, "design": design_file})
+        sources = {k: v for k, v in (("pairs", pairs_path), ("queries", queries_path),
+                                     ("corpus", corpus_path)) if v is not None}
         got = draw_queries(labels, n=n, seed=seed, exclude=done, pairs=texts,
-                           labels_path=_relative(labels_path, out.parent))
+                           labels_path=_relative(labels_path, out.parent),
+                           texts_paths={k: _relative(v, out.parent) for k, v in
+                                        sources.items()})
         drawn = got.pairs
         _warn_ids_only(drawn)
         io.write_table(annotation_sheet(drawn, show_llm_grade), out)
@@ -253,9 +275,11 @@ def sample_command(ctx: click.Context, labels_path: Path | None, n: int, unit: s
 
 def _relative(path: Path, base: Path) -> str:
     """``path`` relative to ``base`` when it is near (a design stays valid when its folder
-    moves with its inputs), else absolute."""
+    moves with its inputs), else absolute; an ``irds:<id>`` as it is."""
     import os
 
+    if str(path).startswith("irds:"):
+        return str(path)
     try:
         rel = os.path.relpath(path.resolve(), base.resolve())
     except ValueError:  # another drive

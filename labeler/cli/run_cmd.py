@@ -72,26 +72,34 @@ def summary_text(outcome: RunOutcome) -> str:
     c = outcome.comparison
     if c is not None:
         d = c.to_dict()
+        ppi = bool(c.significance.options.ppi)  # the PPI estimate; delta on the labelled queries
         width = max([len("run"), *map(len, d["runs"])])
         lines.append(f"{'run':<{width}}  {'NDCG@' + str(d['k']) + ' human':>16}  "
-                     f"{'llm':>7}  {'delta':>8}")
+                     f"{'llm':>7}  {'delta':>8}" + ("  (human: PPI estimate; delta: LLM − "
+                                                   "human on the labelled queries)" if ppi else ""))
         for tag, r in d["runs"].items():
-            lines.append(f"{tag:<{width}}  {fmt_num(r['human']):>16}  {fmt_num(r['llm']):>7}  "
-                         f"{fmt_num(r['delta'], signed=True):>8}")
+            human = (r.get("ppi") or {}).get("estimate") if ppi else r["human"]
+            delta = (r.get("labelled") or {}).get("delta") if ppi else r["delta"]
+            lines.append(f"{tag:<{width}}  {fmt_num(human):>16}  {fmt_num(r['llm']):>7}  "
+                         f"{fmt_num(delta, signed=True):>8}")
         lines.append(f"order of the runs, human vs LLM labels: Kendall's tau "
                      f"{fmt_num(d['kendall_tau'])}, Spearman's rho {fmt_num(d['spearman_rho'])}")
-        lines.append(f"verdicts {c.significance.counts_line()}: {c.headline}")
-        from labeler.report.text import advice_line
-
-        advice = advice_line(getattr(c, "advice", ()))
-        if advice:
-            lines.append(advice)
+        if ppi:
+            from labeler.report.text import ppi_verdicts_line
+            lines.append(f"{ppi_verdicts_line(d, c.significance.options.alpha)}: {d['headline']}")
+        else:
+            lines.append(f"verdicts {c.significance.counts_line()}: {d['headline']}")
+        planning = getattr(c, "planning_line", None)
+        if planning:
+            lines.append(planning)
     elif outcome.scores:
         for tag, measures in outcome.scores.to_dict().get("runs", {}).items():
             lines.append(f"{tag}: " + ", ".join(f"{m} {fmt_num(v.get('mean'))}"
                                                 for m, v in measures.items()))
+    if outcome.certification is not None:
+        lines.extend(outcome.certification.to_text().rstrip("\n").splitlines())
     drift = outcome.drift
-    if drift.previous is not None:
+    if drift.previous is not None or drift.judge is not None:
         lines.extend(drift.to_text().splitlines())
     if outcome.report_html is not None:
         lines.append(f"report: {_shown(outcome.report_html)}")
@@ -101,12 +109,18 @@ def summary_text(outcome: RunOutcome) -> str:
 
 def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> None:
     click.echo(summary_text(outcome))
-    if fail_on_drift and outcome.drift.drifted:
-        raise DriftError(f"drift past the thresholds ({len(outcome.drift.reasons)} crossed): "
-                         f"see the table above and {_shown(outcome.run_dir / 'drift.json')}")
     if outcome.n_failed:
         click.echo(f"labeler: {outcome.n_failed} pairs failed (status 'failed' in "
                    f"labels.jsonl, reason in 'error')", err=True)
+    if outcome.drift.judge_changed and outcome.exit_code == 4:
+        accepted = outcome.drift.judge.accepted if outcome.drift.judge else None
+        click.echo(f"labeler: the judge changed since the accepted run {accepted}: latest "
+                   f"stays on it; read the report, then accept this run with: labeler run "
+                   f"--accept {_shown(outcome.run_dir)}", err=True)
+        ctx.exit(4)
+    if fail_on_drift and outcome.drift.drifted:
+        raise DriftError(f"drift past the thresholds ({len(outcome.drift.reasons)} crossed): "
+                         f"see the table above and {_shown(outcome.run_dir / 'drift.json')}")
     ctx.exit(outcome.exit_code)
 
 
@@ -138,8 +152,9 @@ def _format_keys(cfg: Config) -> Iterator[None]:
 Examples:
   labeler run --check nightly.toml     # check the config and inputs; no judge call
   labeler run nightly.toml --fail-on-drift
+  labeler run --accept labeler-runs/runs/20261121T023000Z   # latest -> that run
 """)
-@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Output directory (overrides out_dir in the config).")
 @click.option("--fail-on-drift", is_flag=True,
@@ -152,14 +167,20 @@ Examples:
 @click.option("--check", is_flag=True,
               help="Only check the config, its input files, output locations and judge "
                    "settings (the judge is not called); exit 0 when all is well, else 2.")
+@click.option("--accept", "accept", type=click.Path(file_okay=False, path_type=Path),
+              metavar="RUN_DIR",
+              help="Accept a finished run whose judge changed (exit 4): point latest at it, "
+                   "so later runs compare with it. Calls no judge; CONFIG is optional.")
 @click.pass_context
-def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_drift: bool,
-                drift_threshold: float | None, log_level: str, check: bool) -> None:
+def run_command(ctx: click.Context, config: Path | None, out_dir: Path | None,
+                fail_on_drift: bool, drift_threshold: float | None, log_level: str,
+                check: bool, accept: Path | None) -> None:
     """Run the whole pipeline from one TOML config (for scheduled jobs).
 
     Writes OUT/runs/<UTC timestamp>/ (labels, merged labels, agreement, scores, comparison,
     report/, drift.json, manifest.json, run.log) and points OUT/latest at it. Exit 0 ok,
-    2 bad config or another run holds the lock, 3 some pairs failed, 4 drift (with
+    2 bad config or another run holds the lock, 3 some pairs failed, 4 the judge changed
+    since the accepted run (anchors; latest stays until --accept) or drift (with
     --fail-on-drift), 5 batches still running (judge.batch_wait; run it again to collect).
     """
     from labeler.labelling.batchfile import BatchFileWritten, BatchNotReady
@@ -167,6 +188,11 @@ def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_
     from labeler.pipeline.check import check_run
     from labeler.pipeline.nightly import run_pipeline
 
+    if accept is not None:
+        _accept(config, out_dir, accept)
+        return
+    if config is None:
+        raise click.UsageError("give the CONFIG file (or --accept RUN_DIR)")
     cfg = load_config(config)
     updates: dict[str, Any] = {}
     if out_dir is not None:
@@ -191,6 +217,21 @@ def run_command(ctx: click.Context, config: Path, out_dir: Path | None, fail_on_
             click.echo(f"labeler: {_as_flags(ctx.find_root(), exc)}", err=True)
             ctx.exit(exc.exit_code)
     _finish(ctx, outcome, fail_on_drift)
+
+
+def _accept(config: Path | None, out_dir: Path | None, run_dir: Path) -> None:
+    """``--accept RUN_DIR``: point latest at the run (in CONFIG's output directory, if given)."""
+    from labeler.pipeline.rundir import accept_run
+
+    out = out_dir
+    if out is None and config is not None:
+        from labeler.pipeline.config import load_config
+
+        out = load_config(config).out_dir
+    run, before = accept_run(run_dir, out)
+    was = f" (was {before.name})" if before is not None else ""
+    click.echo(f"accepted {run.name}: latest -> {_shown(run)}{was}; later runs compare with "
+               "its labels, anchors and judge")
 
 
 @main.command("demo", epilog="""\

@@ -20,17 +20,19 @@ from labeler.errors import ConfigError, InputError
 
 
 def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
-                labels_path: Path | None, out: Path | None, human_path: Path | None,
+                labels_path: Path | None, out: Path | None, human_paths: tuple[Path, ...],
                 texts: Mapping[str, Path | None], fmt: tuple[str, ...],
                 show_llm_grade: bool) -> None:
     """Draw ``more`` further queries of the design at (or next to) ``from_path``."""
     from click.core import ParameterSource
 
     from labeler import io
+    from labeler.cli.options import read_humans
     from labeler.cli.sheet_texts import _texts, _warn_ids_only
     from labeler.io.guard import check_outputs
     from labeler.reconciliation.agreement import read_human, read_llm
-    from labeler.reconciliation.design import (design_path, more_queries, read_design,
+    from labeler.reconciliation.design import (design_path, from_design, more_queries,
+                                               next_sheet, read_design, relative_name,
                                                write_design)
     from labeler.reconciliation.sample import annotation_sheet
 
@@ -52,26 +54,29 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
             raise ConfigError(f"the design {dfile} does not name its label records; give "
                               f"--labels")
         labels_path = (dfile.parent / design.labels)
+    if not any(texts.values()) and design.texts:   # the first draw's texts, as recorded
+        texts = {**texts, **{k: Path(from_design(v, dfile.parent))
+                             for k, v in design.texts.items()}}
     if out is None:
-        out = _next_sheet(dfile, design.draws[0].sheet if design.draws else None,
+        out = next_sheet(dfile, design.draws[0].sheet if design.draws else None,
                           len(design.draws) + 1)
-    check_outputs({"--labels": labels_path, "--human": human_path, "--from": from_path,
+    check_outputs({"--labels": labels_path, "--human": list(human_paths), "--from": from_path,
                    **{f"--{k}": v for k, v in texts.items()}}, {"--out": out})
     if out.resolve() == dfile.resolve():
         raise ConfigError(f"--out {out} is the design file; choose another path")
-    formats = InputFormats(fmt, {"labels": labels_path, "human": human_path, **texts})
+    formats = InputFormats(fmt, {"labels": labels_path, "human": list(human_paths), **texts})
     with formats:
         labels = read_llm(labels_path, fmt=formats["labels"])
         pairs = _texts(texts["pairs"], texts["queries"], texts["corpus"], labels, formats)
-        human = (read_human(human_path, fmt=formats["human"])
-                 if human_path is not None else None)
+        human = (read_humans(read_human, human_paths, None, formats["human"])
+                 if human_paths else None)
     if from_path.suffix.lower() != ".json" and from_path.is_file():
         _check_sheet(from_path, set(design.queries), dfile)
     got = more_queries(labels, design, m=more, pairs=pairs, human=human, source=dfile)
     _warn_ids_only(got.pairs)
     io.write_table(annotation_sheet(got.pairs, show_llm_grade), out)
     after = got.design
-    after.draws[-1].sheet = _relative_name(out, dfile.parent)
+    after.draws[-1].sheet = relative_name(out, dfile.parent)
     write_design(after, dfile)
     click.echo(f"{len(got.pairs)} pairs of {more} more randomly drawn queries to label -> "
                f"{out}")
@@ -98,22 +103,6 @@ def check_design_sheets(design: Any, design_file: Path) -> None:
                              f"{design.drawn} it says were drawn ({', '.join(ahead[:3])}): "
                              "was `drawn` rolled back? Drawing now would give them again",
                              path=design_file)
-
-
-def _next_sheet(design_file: Path, first: str | None, k: int) -> Path:
-    """``to_annotate-<k>.csv`` next to the design, named after the first sheet
-    (``to_annotate.csv``) — its name only: a design naming ``../x`` or an absolute path
-    never sends the new sheet out of the design's folder."""
-    name = Path(first).name if first else ""
-    base = design_file.parent / (name if name not in ("", ".", "..") else "to_annotate.csv")
-    return base.with_name(f"{base.stem}-{k}{base.suffix}")
-
-
-def _relative_name(path: Path, base: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path.resolve())
 
 
 def _sheet_queries(sheet: Path) -> set[str]:

@@ -17,12 +17,13 @@ Usage::
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
 
-from labeler.errors import ConfigError, InputError
+from labeler.errors import ConfigError, InputError, LabelerError
 from labeler.io.convert import IRDS_PREFIX
 from labeler.schema import CHUNK, CHUNK_ID, GRADE, QUERY, QUERY_ID, SCORE, SYSTEM
 
@@ -61,6 +62,50 @@ def name_of(ds: Any) -> str:
 
 
 _NAMES = {"docs": "documents", "scoreddocs": "scored documents (no run to read)"}
+_DOWNLOAD_FAILED = "All download sources failed"   # ir_datasets' RuntimeError for its mirrors
+_NETWORK_MODULES = ("requests", "urllib3", "urllib.error", "http.client", "socket")
+
+
+def _ident(ds: Any) -> str:
+    return name_of(ds).removeprefix(IRDS_PREFIX)
+
+
+def _is_download_failure(exc: BaseException) -> bool:
+    """A failed download: ir_datasets' "all sources failed", or a network error anywhere in
+    the exception's chain (requests, urllib3, urllib, sockets, refused or timed-out
+    connections)."""
+    todo: list[Any] = [exc]
+    seen: set[int] = set()
+    while todo:
+        err = todo.pop()
+        if not isinstance(err, BaseException) or id(err) in seen:
+            continue
+        seen.add(id(err))
+        module = type(err).__module__ or ""
+        if (isinstance(err, (ConnectionError, TimeoutError))
+                or module.startswith(_NETWORK_MODULES)):
+            return True
+        if isinstance(err, RuntimeError) and err.args and err.args[0] == _DOWNLOAD_FAILED:
+            return True
+        todo += [err.__cause__, err.__context__]
+    return False
+
+
+@contextmanager
+def _reading(ds: Any, what: str) -> Iterator[None]:
+    """Turn whatever ir_datasets raises while it fetches or parses ``what`` into an
+    InputError naming the dataset: a failed download says so and how to get past it."""
+    try:
+        yield
+    except (LabelerError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        ident = _ident(ds)
+        if _is_download_failure(exc):
+            raise InputError(f"could not download ir_datasets '{ident}' (no network?): "
+                             "download it once or give a local file") from exc
+        raise InputError(f"could not read the {what} of ir_datasets '{ident}': "
+                         f"{type(exc).__name__}: {exc}") from exc
 
 
 def _need(ds: Any, what: str) -> None:
@@ -78,7 +123,8 @@ def queries(ds: Any) -> pd.DataFrame:
     """``query_id, query`` (its default text), plus ``description``/``narrative`` where the
     dataset's queries have them."""
     _need(ds, "queries")
-    rows = list(ds.queries_iter())
+    with _reading(ds, "queries"):
+        rows = list(ds.queries_iter())
     if not rows:
         raise InputError("the dataset has no queries", path=name_of(ds))
     out = pd.DataFrame({QUERY_ID: [str(q.query_id) for q in rows],
@@ -92,7 +138,8 @@ def queries(ds: Any) -> pd.DataFrame:
 def qrels(ds: Any) -> pd.DataFrame:
     """``query_id, chunk_id, grade`` of the dataset's qrels (the raw relevance values)."""
     _need(ds, "qrels")
-    rows = [(str(r.query_id), str(r.doc_id), int(r.relevance)) for r in ds.qrels_iter()]
+    with _reading(ds, "qrels"):
+        rows = [(str(r.query_id), str(r.doc_id), int(r.relevance)) for r in ds.qrels_iter()]
     if not rows:
         raise InputError("the dataset has no qrels", path=name_of(ds))
     return pd.DataFrame(rows, columns=[QUERY_ID, CHUNK_ID, GRADE])
@@ -102,7 +149,8 @@ def run(ds: Any, name: str | None = None) -> pd.DataFrame:
     """``query_id, chunk_id, score, system`` of the dataset's scored documents (its
     ``scoreddocs``, e.g. a BM25 top 1000), named ``name`` or after the dataset."""
     _need(ds, "scoreddocs")
-    rows = [(str(r.query_id), str(r.doc_id), float(r.score)) for r in ds.scoreddocs_iter()]
+    with _reading(ds, "scored documents"):
+        rows = [(str(r.query_id), str(r.doc_id), float(r.score)) for r in ds.scoreddocs_iter()]
     if not rows:
         raise InputError("the dataset has no scored documents", path=name_of(ds))
     out = pd.DataFrame(rows, columns=[QUERY_ID, CHUNK_ID, SCORE])
@@ -117,15 +165,17 @@ def doc_texts(ds: Any, ids: Iterable[str]) -> dict[str, str]:
     wanted = list(dict.fromkeys(str(i) for i in ids))
     if not wanted:
         return {}
-    found = ds.docs_store().get_many(wanted)
-    return {str(k): _text(doc) for k, doc in found.items()}
+    with _reading(ds, "documents"):
+        found = ds.docs_store().get_many(wanted)
+        return {str(k): _text(doc) for k, doc in found.items()}
 
 
 def corpus(ds: Any) -> pd.DataFrame:
     """Every document as ``chunk_id, chunk``: only when asked for the corpus itself (stages
     fetch the documents they need with :func:`doc_texts`)."""
     _need(ds, "docs")
-    rows = [(str(d.doc_id), _text(d)) for d in ds.docs_iter()]
+    with _reading(ds, "documents"):
+        rows = [(str(d.doc_id), _text(d)) for d in ds.docs_iter()]
     if not rows:
         raise InputError("the dataset has no documents", path=name_of(ds))
     return pd.DataFrame(rows, columns=[CHUNK_ID, CHUNK])

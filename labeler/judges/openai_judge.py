@@ -23,6 +23,7 @@ import asyncio
 import json
 import os
 import sys
+from collections import Counter
 from typing import Any, Literal
 
 import openai
@@ -137,6 +138,9 @@ class OpenAIJudge:
         self.server = server if server != "auto" else server_kind(None, base_url)
         self._server_known = server != "auto"
         self.calls = 0
+        self.reported: Counter[tuple[str | None, str | None]] = Counter()
+        """``(model, system_fingerprint)`` as the endpoint's answers reported them, counted
+        (None where an answer gave none): who really answered."""
         self._fingerprint: tuple[str, str] | None = None
         self._mode: Mode = "json_schema" if structured == "auto" else structured
         self._mode_known = structured != "auto"
@@ -428,10 +432,24 @@ class OpenAIJudge:
                 return await self._request(mode, messages, sample)
             raise
         try:
-            return json.loads(text)
+            decoded = json.loads(text)
         except ValueError:
             raise RetryableError("malformed response from the endpoint (the body is not "
                                  f"JSON: {redact(text[:80], self._api_key)!r})") from None
+        self._note_identity(decoded)
+        return decoded
+
+    def _note_identity(self, body: Any) -> None:
+        """Count the ``model`` and ``system_fingerprint`` an answer reports."""
+        if not isinstance(body, dict):
+            return
+
+        def text(value: Any) -> str | None:
+            if not isinstance(value, str):
+                return None
+            return redact(clean_text(value), self._api_key)[:200] or None
+
+        self.reported[(text(body.get("model")), text(body.get("system_fingerprint")))] += 1
 
     # ------------------------------------------------------------------ errors
 

@@ -1,4 +1,5 @@
-"""The nightly job (``labeler run``): its config, run directories, drift, provenance, checks.
+"""The nightly job (``labeler run``): its config, run directories, drift, anchors and the
+judge guard, provenance, checks.
 
 Usage::
 
@@ -18,7 +19,12 @@ _NAMES = {
     "RunOutcome": "nightly",
     "check_config": "check",
     "compute_drift": "drift",
+    "accept_run": "rundir",
+    "read_anchors": "anchors",
+    "judge_anchors": "anchors",
+    "leaderboard_shift": "shift",
 }
-__all__ = ["Config", "RunOutcome", "check_config", "compute_drift", "load_config", "parse_config",
+__all__ = ["Config", "RunOutcome", "accept_run", "check_config", "compute_drift",
+           "judge_anchors", "leaderboard_shift", "load_config", "parse_config", "read_anchors",
            "run_pipeline"]
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -49,6 +49,8 @@ def check_run(cfg: Config) -> list[str]:
         inputs[f"inputs.runs[{i}]"] = Path(parse_run_arg(run)[1])
     if cfg.human is not None:
         inputs["human.qrels"] = Path(cfg.human.qrels)
+    if cfg.drift.anchors is not None:
+        inputs["drift.anchors"] = Path(cfg.drift.anchors)
     for name, path in inputs.items():
         if not path.exists():
             raise InputError(f"{name}: no such file", path=path)
@@ -88,10 +90,13 @@ class CheckReport:
     model: str
     endpoint: str
     out_dir: Path
+    anchors: int = 0
 
     def render(self) -> str:
         """One paragraph for the terminal."""
         human = f", {self.human_labels} human labels" if self.human_labels else ""
+        if self.anchors:
+            human += f", {self.anchors} anchors (judged every run)"
         return (f"config ok: {self.pairs} pairs over {self.queries} queries, {self.runs} runs"
                 f"{human}; judge {self.model} at {self.endpoint} (not called); outputs under "
                 f"{self.out_dir}")
@@ -105,7 +110,7 @@ def check_config(cfg: Config) -> CheckReport:
     """
     from labeler import io
     from labeler.judges import LEXICAL_NAMES
-    from labeler.pipeline.inputs import check_ppi, load_inputs
+    from labeler.pipeline.inputs import check_certify, check_ppi, load_inputs
     from labeler.judges.prompts import load_prompt
     from labeler.redact import redact
 
@@ -114,6 +119,12 @@ def check_config(cfg: Config) -> CheckReport:
                            grade_map=io.parse_grade_map(cfg.human.grade_map))
              if cfg.human is not None else None)
     check_ppi(cfg, pairs, human)
+    check_certify(cfg, runs)
+    n_anchors = 0
+    if cfg.drift.anchors is not None:
+        from labeler.pipeline.anchors import read_anchors
+
+        n_anchors = len(read_anchors(cfg))
     if cfg.judge.model not in LEXICAL_NAMES:
         load_prompt(cfg.judge.prompt)
     endpoint = ("the offline baseline" if cfg.judge.model in LEXICAL_NAMES else
@@ -122,4 +133,5 @@ def check_config(cfg: Config) -> CheckReport:
     return CheckReport(pairs=len(pairs), queries=int(pairs["query_id"].nunique()),
                        runs=0 if runs is None else int(runs["system"].nunique()),
                        human_labels=0 if human is None else len(human),
-                       model=cfg.judge.model, endpoint=str(endpoint), out_dir=Path(cfg.out_dir))
+                       model=cfg.judge.model, endpoint=str(endpoint), out_dir=Path(cfg.out_dir),
+                       anchors=n_anchors)

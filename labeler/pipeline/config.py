@@ -105,13 +105,28 @@ class HumanConfig(BootstrapConfig, _Section):
 
 
 class DriftConfig(_Section):
-    """When a run counts as drifted from the previous one in the same output directory."""
+    """When a run counts as drifted from the previous one in the same output directory, and
+    the anchors that tell a judge change from a data change (re-judged every run; the guard
+    holds ``latest`` back when the judge changed)."""
 
     max_changed_share: float = Field(
         default=0.05, ge=0, le=1,
         description="share of pairs judged in both runs whose LLM grade changed")
     max_ndcg_delta: float = Field(
         default=0.02, ge=0, description="largest |change| of a run's mean NDCG@k (LLM labels)")
+    anchors: Path | None = Field(
+        default=None, description="human-graded pairs re-judged every run, never from the "
+                                  "cache: a table with query_id, query, chunk_id, chunk, grade, "
+                                  "or qrels whose texts come from [inputs]")
+    anchors_format: Literal["csv", "jsonl", "parquet", "tsv", "trec"] | None = Field(
+        default=None, description="force the anchors file's format")
+    max_anchor_flips: float = Field(
+        default=0.10, ge=0, le=1,
+        description="share of anchor grades changed since the accepted run that trips the guard")
+    max_agreement_drop: float = Field(
+        default=0.05, ge=0,
+        description="drop of the anchors' Krippendorff alpha since the accepted run that trips "
+                    "the guard")
 
 
 def _statistics_fields() -> dict[str, Any]:
@@ -126,10 +141,15 @@ def _statistics_fields() -> dict[str, Any]:
 
 
 class _StatisticsBase(_Section):
+    certify: bool = Field(
+        default=False, description="also print the certified leaderboard (`labeler certify`) "
+                                   "of the human sample, drawn by `labeler sample --unit query` "
+                                   "(its design.json next to the human qrels)")
+
     def options(self) -> StatsOptions:
         """These settings as the comparison's
         :class:`~labeler.statistics.options.StatsOptions`."""
-        return StatsOptions(**self.model_dump())
+        return StatsOptions(**self.model_dump(exclude={"certify"}))
 
 
 if TYPE_CHECKING:
@@ -215,8 +235,10 @@ class Config(_Section):
                 judge = judge.model_copy(update={name: str(fix(Path(getattr(judge, name))))})
         human = (None if self.human is None
                  else self.human.model_copy(update={"qrels": fix(self.human.qrels)}))
+        drift = self.drift.model_copy(update={"anchors": fix(self.drift.anchors)})
         return self.model_copy(update={
-            "inputs": inputs, "judge": judge, "human": human, "out_dir": fix(self.out_dir),
+            "inputs": inputs, "judge": judge, "human": human, "drift": drift,
+            "out_dir": fix(self.out_dir),
             "cache_dir": fix(self.cache_dir),
         })
 

@@ -20,12 +20,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from labeler.schema import STATUS, STATUS_OK
 from labeler import fmt
+
+if TYPE_CHECKING:
+    from labeler.pipeline.guard import JudgeCheck
+
 __all__ = ["Drift", "compute_drift", "score_means"]
 
 _KEYS = ["query_id", "chunk_id"]
@@ -41,6 +45,8 @@ class Drift:
       ``n_queries`` queries both scored, ``beyond_noise`` whether ``p < alpha``.
     - ``n_added``/``n_removed``: pairs graded now but not before / before but not now
       (new pairs, pairs gone from the input, pairs that failed this time).
+    - ``judge``: the anchors, the guard and the leaderboard's shift
+      (:class:`~labeler.pipeline.guard.JudgeCheck`), when the job has anchors.
     """
 
     previous: str | None
@@ -54,6 +60,12 @@ class Drift:
     notes: tuple[str, ...] = field(default=())
     alpha: float = 0.05
     test: str = "t"
+    judge: JudgeCheck | None = None
+
+    @property
+    def judge_changed(self) -> bool:
+        """True when the guard found the judge changed since the accepted run."""
+        return self.judge is not None and self.judge.judge_changed
 
     @property
     def n_changed(self) -> int:
@@ -120,6 +132,10 @@ class Drift:
                          f"{r['threshold']:>{w[2]}}  {'YES' if r['over'] else 'no':<4}"
                          + (f"  {r['why']}" if r["why"] else ""))
         lines += [f"  why: {note}" for note in self.notes]
+        if self.previous is None:
+            lines = []
+        if self.judge is not None:
+            lines += self.judge.to_text().splitlines()
         return "\n".join(lines)
 
     @property
@@ -152,6 +168,7 @@ class Drift:
                      for r in self.ndcg.itertuples()],
             "notes": list(self.notes),
             "table": self.rows(),
+            **(self.judge.to_dict() if self.judge is not None else {"judge_changed": False}),
         }
 
 

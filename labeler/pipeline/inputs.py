@@ -69,3 +69,17 @@ def check_ppi(cfg: Config, pairs: pd.DataFrame, human: pd.DataFrame | None) -> N
                           f"{len(queries)} queries, so there is nothing to predict; give them "
                           f"a random sample of the queries (`labeler sample --unit query`)",
                           setting="ppi")
+
+
+def check_certify(cfg: Config, runs: pd.DataFrame | None) -> None:
+    """With ``statistics.certify``, the runs, the [human] sample and its design (design.json
+    next to the human qrels) must be there: say so before the judge runs."""
+    if not cfg.statistics.certify:
+        return
+    if cfg.human is None or runs is None:
+        raise ConfigError("`statistics.certify` needs runs and a [human] sample drawn by "
+                          "`labeler sample --unit query` (its design.json next to the human "
+                          "qrels)", setting="certify")
+    from labeler.reconciliation.design import design_path, read_design
+
+    read_design(design_path(cfg.human.qrels))

@@ -15,6 +15,7 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -41,7 +42,7 @@ from labeler.pipeline.drift import Drift, compute_drift
 from labeler.errors import ConfigError, Interrupted
 from labeler.schema import STATUS, STATUS_OK
 from labeler.pipeline.check import check_run
-from labeler.pipeline.inputs import check_judge, check_ppi, load_inputs
+from labeler.pipeline.inputs import check_certify, check_judge, check_ppi, load_inputs
 from labeler.pipeline.rundir import (INTERRUPTED, PARTIAL, finish_run_dir, hold_lock,
                                      latest_run, log_to_file, mark_killed, new_run_dir,
                                      set_latest)
@@ -73,6 +74,7 @@ class RunOutcome:
     comparison: Comparison | None = None
     scores: ScoreResult | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    certification: Any = None
 
     @property
     def label_summary(self) -> dict[str, Any]:
@@ -92,9 +94,11 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        """0; 3 when some pairs failed (the outputs still hold every pair); 2 when the
-        endpoint refused the key mid-job (every pair still recorded)."""
-        return self.labels.exit_code
+        """0; 3 when some pairs failed (the outputs still hold every pair); 4 when the judge
+        changed since the accepted run (``latest`` not moved); 2 when the endpoint refused
+        the key mid-job (every pair still recorded)."""
+        code = self.labels.exit_code
+        return 4 if code != 2 and self.drift.judge_changed else code
 
     @property
     def report_html(self) -> Path | None:
@@ -170,6 +174,9 @@ def _input_files(cfg: Config) -> dict[str, Any]:
                      for r in cfg.inputs.runs]
     if cfg.human is not None:
         files["human"] = {"path": str(cfg.human.qrels), "digest": _file_digest(cfg.human.qrels)}
+    if cfg.drift.anchors is not None:
+        files["anchors"] = {"path": str(cfg.drift.anchors),
+                            "digest": _file_digest(cfg.drift.anchors)}
     return files
 
 
@@ -215,7 +222,11 @@ def run_pipeline(cfg: Config, *, config_path: str | Path | None = None,
                 raise _resume_hint(failed, kept) from None
             raise failed
         final = finish_run_dir(run_dir)
-        set_latest(out_dir, final)
+        if outcome.drift.judge_changed:  # held back until `labeler run --accept`
+            log.warning("the judge changed since the accepted run %s: latest stays on it; "
+                        "accept this run with `labeler run --accept %s`", prev_id, final)
+        else:
+            set_latest(out_dir, final)
     outcome.files = {k: final / p.relative_to(run_dir) for k, p in outcome.files.items()}
     outcome.run_dir = final
     log.info("run %s finished: %s", final.name, final)
@@ -253,6 +264,13 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
         log.info("%d pairs over %d queries; %d runs", len(pairs), pairs["query_id"].nunique(),
                  0 if runs is None else runs["system"].nunique())
         check_ppi(cfg, pairs, human)
+        check_certify(cfg, runs)
+        anchors = None
+        if cfg.drift.anchors is not None:
+            from labeler.pipeline.anchors import read_anchors
+
+            anchors = read_anchors(cfg)
+            log.info("%d anchors, re-judged every run", len(anchors))
 
     with _stage("label", timings):
         result = label_stage(cfg, pairs, progress)
@@ -285,10 +303,35 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
                           alpha=stats.alpha, test=stats.test,
                           permutations=stats.permutations, seed=stats.seed,
                           notes=_drift_notes(prev_manifest, summary))
+    if anchors is not None and result.summary.stop_exit == 2:
+        log.warning("anchors not judged: the endpoint refused the job (%s)",
+                    result.summary.stopped)
+    elif anchors is not None:
+        with _stage("anchors", timings):
+            from labeler.pipeline.guard import guard_stage
+
+            check = guard_stage(cfg, anchors, records, runs, run_dir,
+                                run_dir.parent / prev_id if prev_id else None, prev_labels)
+            files["anchors.jsonl"] = run_dir / "anchors.jsonl"
+            drift = dataclasses.replace(drift, judge=check)
+            log.info("anchors: %s", "judge changed: " + "; ".join(check.changes)
+                     if check.judge_changed else "judge unchanged")
     files["drift.json"] = io.write_json(drift.to_dict(), run_dir / "drift.json")
     if prev_id is not None:
         log.info("drift vs %s: %d of %d grades changed, %d threshold(s) crossed (drift.json)",
                  prev_id, drift.n_changed, drift.n_compared, len(drift.reasons))
+    certification = None
+    if cfg.statistics.certify and runs is not None and human is not None and cfg.human:
+        with _stage("certify", timings):
+            from labeler.reconciliation.certification import certify
+            from labeler.reconciliation.design import design_path
+
+            ok = records.loc[records[STATUS] == STATUS_OK, ["query_id", "chunk_id", "grade"]]
+            certification = certify(human=human, llm=ok, runs=runs,
+                                    design=design_path(cfg.human.qrels), alpha=stats.alpha,
+                                    k=cfg.k[0], gain=cfg.gain)
+            files["certify.json"] = io.write_json(certification.to_dict(),
+                                                  run_dir / "certify.json")
     if comparison is not None:
         with _stage("report", timings):
             from labeler.report.comparison import write_report
@@ -300,13 +343,14 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
                      "source": "labels.jsonl of this run"}
             paths = write_report(comparison, run_dir / "report", agreement=agreement_dict,
                                  title=cfg.title or "labeler run", judge=judge,
-                                 drift=drift.to_dict() if prev_id is not None else None)
+                                 drift=drift.to_dict() if prev_id is not None
+                                 or drift.judge is not None else None)
             files.update({f"report.{kind}": p for kind, p in paths.items()})
 
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
     outcome = RunOutcome(run_dir=run_dir, files=files, manifest={}, drift=drift,
                          labels=result, reconciliation=rec, comparison=comparison,
-                         scores=scores, timings=timings)
+                         scores=scores, timings=timings, certification=certification)
     manifest = _manifest(cfg, config_path, run_dir, started, outcome, pairs, runs, result,
                          human)
     files["manifest.json"] = io.write_json(manifest, run_dir / "manifest.json")
@@ -415,8 +459,22 @@ def _manifest(cfg: Config, config_path: str | Path | None, run_dir: Path, starte
         "timings": {**outcome.timings, "label_wall_s": summary.get("wall_s")},
         "drift": {"previous": outcome.drift.previous, "drifted": outcome.drift.drifted,
                   "n_changed": outcome.drift.n_changed, "reasons": outcome.drift.reasons},
+        **_guard_manifest(outcome),
         "exit_code": outcome.exit_code,
         "files": sorted([*(p.relative_to(run_dir).as_posix() for p in outcome.files.values()),
                          "manifest.json", "run.log"]),
     })
 
+
+def _guard_manifest(outcome: RunOutcome) -> dict[str, Any]:
+    """``judge_changed`` and, with anchors, the guard's findings and the anchors' identity
+    and cost."""
+    check = outcome.drift.judge
+    if check is None:
+        return {"judge_changed": False}
+    anchors = check.anchors or {}
+    return {"judge_changed": check.judge_changed,
+            "guard": {"changes": list(check.changes), "accepted": check.accepted,
+                      "latest_moved": not check.judge_changed},
+            "anchors": {"n": anchors.get("n"), "identity": anchors.get("identity"),
+                        "cost": anchors.get("cost")}}

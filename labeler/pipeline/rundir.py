@@ -7,6 +7,11 @@ Layout of an output directory ``OUT``::
                                ``…Z.interrupted`` when SIGINT/SIGTERM stopped it: labels only)
     OUT/latest                 symlink to the newest finished run (``runs/<timestamp>``)
     OUT/latest.txt             the same, as text, for systems without symlinks
+    OUT/runs/<ts>/accepted.json  written by ``labeler run --accept``: when, and what
+                               ``latest`` pointed at before
+
+``latest`` is the last *accepted* run: a run whose judge changed (the guard,
+:mod:`labeler.pipeline.guard`) is finished but does not move it until :func:`accept_run`.
 
 Usage::
 
@@ -34,8 +39,8 @@ try:  # POSIX; elsewhere runs are not locked (documented)
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LockedError", "finish_run_dir", "hold_lock", "latest_run", "log_to_file",
-           "mark_killed", "new_run_dir", "set_latest"]
+__all__ = ["LockedError", "accept_run", "finish_run_dir", "hold_lock", "latest_run",
+           "log_to_file", "mark_killed", "new_run_dir", "set_latest"]
 
 PARTIAL = ".partial"
 INTERRUPTED = ".interrupted"
@@ -196,3 +201,33 @@ def log_to_file(path: Path, level: int = logging.INFO) -> Iterator[None]:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
         handler.close()
+
+
+def accept_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, Path | None]:
+    """Accept the finished run ``run_dir`` (``OUT/runs/<stamp>``): ``latest`` points at it and
+    ``accepted.json`` records when and what ``latest`` was before. ``out_dir`` defaults to
+    the run's ``OUT``; a run elsewhere, unfinished or interrupted is refused (exit 2).
+    Returns ``(the run, the previous latest or None)``.
+
+    Usage: ``accept_run(Path("labeler-runs/runs/20261121T023000Z"))``
+    """
+    from labeler.errors import InputError
+    from labeler.io import write_json
+
+    path = Path(run_dir).resolve()
+    if not path.is_dir():
+        raise InputError("--accept: no such run directory", path=run_dir)
+    if path.name.endswith((PARTIAL, INTERRUPTED)) or not (path / "manifest.json").is_file():
+        raise InputError("--accept: not a finished run (no manifest.json, or the run is "
+                         "partial or interrupted)", path=run_dir)
+    out = path.parent.parent
+    if path.parent.name != "runs" or (out_dir is not None and out != Path(out_dir).resolve()):
+        where = f"{out_dir}/runs/" if out_dir is not None else "an output directory's runs/"
+        raise InputError(f"--accept: not a run directory in {where}", path=run_dir)
+    with hold_lock(out):
+        before = latest_run(out)
+        write_json({"accepted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "latest_before": before.name if before is not None else None},
+                   path / "accepted.json")
+        set_latest(out, path)
+    return path, before

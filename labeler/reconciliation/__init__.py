@@ -19,12 +19,18 @@ _NAMES = {
     "Leaderboard": "leaderboard",
     "compare": "comparison",
     "Comparison": "comparison",
-    "sample_queries": "sample",
+    "sample_queries": "sheets",
+    "more_queries": "sheets",
+    "labelled_queries": "labelled",
+    "combine_human": "labelled",
     "Plan": "plan",
     "propose_sample": "sample",
+    "certify": "certification",
+    "Certification": "certification",
 }
-__all__ = ["AgreementReport", "Calibration", "Comparison", "Leaderboard", "Plan",
-           "Reconciliation", "compare", "propose_sample", "reconcile", "sample_queries"]
+__all__ = ["AgreementReport", "Calibration", "Certification", "Comparison", "Leaderboard",
+           "Plan", "Reconciliation", "certify", "combine_human", "compare", "labelled_queries",
+           "more_queries", "propose_sample", "reconcile", "sample_queries"]
 # agreement(), calibrate(), blend(), leaderboard() and plan() are reached through their modules
 # (labeler.reconciliation.agreement.agreement ...): a package attribute named like a submodule
 # becomes that submodule once it is imported.

@@ -34,6 +34,7 @@ from labeler.statistics.ranking import ranking_block
 from labeler.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
+    from labeler.reconciliation.plan import Plan
     from labeler.statistics.verdicts import Progress, Significance, StatsOptions
 
 
@@ -102,10 +103,19 @@ class Comparison:
     measure: str | None = None
     complete: bool = False
     advice: tuple[dict[str, Any], ...] = ()
-    """Per unresolved pair: how many labelled queries would likely resolve it
-    (:func:`labeler.reconciliation.plan.resolve_advice`)."""
+    """With PPI, per unresolved pair: how many labelled queries would likely resolve it
+    (:func:`labeler.reconciliation.plan_advice.resolve_advice`, as ``labeler plan --pairs``)."""
+    plan: Plan | None = None
+    """With PPI: the plan for every run's PPI interval to be half as wide as the widest
+    now (:func:`labeler.reconciliation.plan_advice.comparison_plan`)."""
+
     n_swaps: int | None = None
     """How many pairs of runs swap places (None: ``len(swaps)``, every one listed)."""
+
+    @property
+    def planning_line(self) -> str | None:
+        """The one planning sentence (from :attr:`plan`), or None without PPI."""
+        return None if self.plan is None else self.plan.line()
 
     @property
     def swap_count(self) -> int:
@@ -140,8 +150,10 @@ class Comparison:
 
     @property
     def headline(self) -> str:
-        """One sentence: which run is best under human labels, how surely, and what the LLM
-        labels do to that."""
+        """One sentence: which run is best under human labels (with ``--ppi``: by the PPI
+        estimates, naming the best set), how surely, and what the LLM labels do to that."""
+        if self.significance.options.ppi:
+            return str(self.to_dict()["headline"])
         from labeler.statistics.verdicts import headline
         return headline(self.runs, self.significance)
 
@@ -159,12 +171,13 @@ class Comparison:
             item["shared"] = {"human": _num(r.shared_human), "llm": _num(r.shared_llm)}
             if sig.options.ppi:
                 item["ppi"] = sig.run_ppi(system)
+                item["labelled"] = _labelled_item(r)
             runs[system] = item
         per_query: dict[str, dict[str, dict[str, float | None]]] = {s: {} for s in self.systems}
         for r in self.per_query.itertuples():
             per_query[r.system][r.query_id] = {"human": _num(r.human), "llm": _num(r.llm),
                                                "delta": _num(r.delta)}
-        return {
+        out: dict[str, Any] = {
             "k": self.k,
             "measure": self.label,
             "runs": runs,
@@ -175,10 +188,10 @@ class Comparison:
                 ppi={s: (r.get("ppi") or {}).get("estimate") for s, r in runs.items()}),
             "pairs": sig.pairs_to_dicts(),
             "verdicts": sig.counts,
-            "headline": self.headline,
+            "headline": None if sig.options.ppi else self.headline,
             "shared_queries": sig.n_shared,
             "statistics": {**sig.options.to_dict(), "pairs": sig.pair_mode, "level": 0.95,
-                           "planning": sig.planning_line(), "notes": list(sig.notes),
+                           "planning": self.planning_line, "notes": list(sig.notes),
                            "to_resolve": [dict(a) for a in self.advice]},
             "gain": self.gain,
             "include_empty": self.include_empty,
@@ -203,6 +216,10 @@ class Comparison:
                  "ideal": _num(r.ideal)}
                 for r in self.most_changed.itertuples()],
         }
+        if sig.options.ppi:  # PPI's headline reads the runs, pairs and ranking above
+            from labeler.statistics.words import ppi_headline
+            out["headline"] = ppi_headline(out)
+        return out
 
     def ideal_summary(self) -> dict[str, Any]:
         """``{"mean", "median", "n_queries"}`` of :attr:`ideal` (the ``ideal_ranking_change``
@@ -231,6 +248,14 @@ class Comparison:
         from labeler.report.notebook import comparison_html
 
         return comparison_html(self)
+
+
+def _labelled_item(r: Any) -> dict[str, Any]:
+    """``runs.<tag>.labelled`` of the JSON: both label sets on the run's human-labelled
+    queries (``delta`` = LLM − human there)."""
+    h, m = _num(r.labelled_human), _num(r.labelled_llm)
+    return {"n": int(r.n_labelled), "human": h, "llm": m,
+            "delta": None if h is None or m is None else m - h}
 
 
 # ---------------------------------------------------------------------- public API
@@ -284,8 +309,12 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
     table = _run_table(systems, h_sum, l_sum, k)
     per_query = _per_query(h_pq, l_pq, k)
     ideal = _ideal_ranking(human_q, llm_q, set(run["query_id"]), k, gain)
-    sig = _significance(per_query, systems, run, human_q, llm_q, stats, complete, progress)
+    population, labelled = _ppi_sets(systems, run, human_q, llm_q, stats, complete)
+    sig = _significance(per_query, systems, population, labelled, human_q, llm_q, stats,
+                        progress)
     table = _with_shared(table, sig)
+    if sig.options.ppi and population is not None:
+        table = _with_labelled(table, per_query, population, labelled)
     tau, rho = _correlations(table)
     swaps, n_swaps, n_pairs = _swaps(table)
     return Comparison(
@@ -293,8 +322,8 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
         ideal=ideal, most_changed=_most_changed(per_query, ideal, texts, top),
         kendall_tau=tau, spearman_rho=rho, swaps=swaps, n_pairs=n_pairs,
         significance=sig, measure=str(by_human.measures[0]) if wanted else None,
-        complete=complete, advice=_advice(per_query, sig, run, human_q, llm_q, complete),
-        n_swaps=n_swaps)
+        complete=complete, n_swaps=n_swaps,
+        **_planning(per_query, sig, population, labelled, k))
 
 
 # ---------------------------------------------------------------------- pieces
@@ -315,27 +344,39 @@ def _with_shared(table: pd.DataFrame, sig: Significance) -> pd.DataFrame:
     return out
 
 
-def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame,
+def _ppi_sets(systems: list[str], run: pd.DataFrame, human: pd.DataFrame, llm: pd.DataFrame,
+              options: StatsOptions | None, complete: bool
+              ) -> tuple[dict[str, set[str]] | None, set[str]]:
+    """For PPI, each run's population (its queries the LLM labels cover; with
+    ``complete`` every one of those) and the whole queries with human labels
+    (:func:`~labeler.reconciliation.labelled.labelled_queries`, which refuses a sample of
+    pairs); without PPI ``(None, the human-labelled queries)``."""
+    if options is None or not options.ppi:
+        return None, set(human["query_id"])
+    from labeler.reconciliation.labelled import labelled_queries
+
+    llm_queries = set(llm["query_id"])
+    population = ({str(s): llm_queries for s in systems} if complete else
+                  {str(s): set(q) & llm_queries
+                   for s, q in run.groupby("system", sort=False)["query_id"]})
+    return population, set(labelled_queries(human, llm))
+
+
+def _significance(per_query: pd.DataFrame, systems: list[str],
+                  population: dict[str, set[str]] | None, labelled: set[str],
                   human: pd.DataFrame, llm: pd.DataFrame,
-                  options: StatsOptions | None, complete: bool = False,
+                  options: StatsOptions | None,
                   progress: Progress | None = None) -> Significance:
-    """Intervals, pair verdicts and (with ``options.ppi``) PPI estimates; for PPI each run's
-    population is its queries that the LLM labels cover, the labelled ones those that the
-    human labels cover too."""
+    """Intervals, pair verdicts and (with ``options.ppi``) PPI estimates over each run's
+    ``population``, the ``labelled`` queries judged by humans (:func:`_ppi_sets`)."""
     from labeler.statistics.verdicts import StatsOptions, significance
 
     options = options or StatsOptions()
-    population: dict[str, set[str]] | None = None
-    if options.ppi:
-        llm_queries = set(llm["query_id"])
-        population = ({str(s): llm_queries for s in systems} if complete else
-                      {str(s): set(q) & llm_queries
-                       for s, q in run.groupby("system", sort=False)["query_id"]})
     sig = significance(per_query, systems, options=options, ppi_population=population,
-                       ppi_labelled=set(human["query_id"]), progress=progress)
+                       ppi_labelled=labelled, progress=progress)
     if options.ppi and sig.ppi_runs is not None and all(
             e.n_unlabelled == 0 or e.n_labelled == 0 for e in sig.ppi_runs.values()):
-        n_human = len(set(human["query_id"]) & set(llm["query_id"]))
+        n_human = len(labelled & set(llm["query_id"]))
         n_llm = len(set(llm["query_id"]))
         raise InputError(f"prediction-powered estimates need a random sample of queries judged "
                          f"by humans and other queries judged only by the LLM; here {n_human} "
@@ -345,22 +386,45 @@ def _significance(per_query: pd.DataFrame, systems: list[str], run: pd.DataFrame
     return sig
 
 
-def _advice(per_query: pd.DataFrame, sig: Significance, run: pd.DataFrame,
-            human: pd.DataFrame, llm: pd.DataFrame,
-            complete: bool = False) -> tuple[dict[str, Any], ...]:
-    """How many labelled queries would likely resolve each unresolved pair (with PPI: on
-    each run's queries that the LLM labels cover, as its estimates)."""
-    from labeler.reconciliation.plan import resolve_advice
+def _with_labelled(table: pd.DataFrame, per_query: pd.DataFrame,
+                   population: dict[str, set[str]], labelled: set[str]) -> pd.DataFrame:
+    """The run table with both label sets' means over each run's human-labelled queries —
+    the queries PPI corrects with, valued as PPI values them (a query a label set gives no
+    relevant chunk counts 0): ``n_labelled, labelled_human, labelled_llm``. Their difference
+    compares the two label sets on the same queries, which the run's plain means (over
+    different query sets when humans label a sample) do not."""
+    systems = [str(s) for s in table["system"]]
+    queries = sorted(set().union(*population.values()) & labelled) if population else []
+    mask = np.zeros((len(queries), len(systems)), dtype=bool)
+    row = {q: i for i, q in enumerate(queries)}
+    for j, system in enumerate(systems):
+        mask[[row[q] for q in population.get(system, set()) & labelled], j] = True
+    n = mask.sum(axis=0)
+    means = {}
+    for col in ("human", "llm"):
+        wide = (np.full(mask.shape, math.nan) if per_query.empty else
+                per_query.pivot_table(index="query_id", columns="system", values=col,
+                                      aggfunc="first", dropna=False)
+                .reindex(index=queries, columns=systems).to_numpy(dtype="float64"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[col] = np.where(n > 0, np.where(mask, np.nan_to_num(wide), 0.0).sum(axis=0)
+                                  / np.maximum(n, 1), math.nan)
+    return table.assign(n_labelled=n.astype("int64"), labelled_human=means["human"],
+                        labelled_llm=means["llm"])
 
-    population = labelled = None
-    if sig.options.ppi:
-        llm_queries = set(llm["query_id"])
-        population = ({str(s): llm_queries for s in dict.fromkeys(run["system"])} if complete
-                      else {str(s): set(q) & llm_queries
-                            for s, q in run.groupby("system", sort=False)["query_id"]})
-        labelled = set(human["query_id"])
-    return resolve_advice(per_query, sig.pairs_to_dicts(), population=population,
-                          labelled=labelled)
+
+def _planning(per_query: pd.DataFrame, sig: Significance,
+              population: dict[str, set[str]] | None, labelled: set[str],
+              k: int) -> dict[str, Any]:
+    """With PPI: the plan behind the one planning line, and per unresolved pair how many
+    labelled queries would likely resolve it (both from ``labeler plan``'s computation)."""
+    if population is None or not sig.options.ppi:
+        return {}
+    from labeler.reconciliation.plan_advice import comparison_plan, resolve_advice
+
+    return {"plan": comparison_plan(per_query, population, labelled, k=k),
+            "advice": resolve_advice(per_query, sig.pairs_to_dicts(), population=population,
+                                     labelled=labelled)}
 
 
 def _run_table(systems: list[str], human: pd.DataFrame, llm: pd.DataFrame,

@@ -48,7 +48,10 @@ class QueryDesign(BaseModel):
     ``permutation``: every query that could be drawn, in the random order of ``seed``;
     ``drawn``: how many from its front have been drawn; ``excluded``: queries that had human
     labels before the first draw (not in the permutation); ``labels``: the label records the
-    queries came from (as given, relative to the design's folder when it can be); ``draws``:
+    queries came from (as given, relative to the design's folder when it can be); ``texts``:
+    where the first draw's query and chunk texts came from (``{"pairs": path}`` or
+    ``{"queries": path, "corpus": path}``, the same way; ``labeler sample --more`` reuses
+    them unless given others); ``draws``:
     each draw's size and sheet; ``queries_drawn``: the front of the permutation drawn so far
     (written for people to read; checked against ``drawn`` when read).
     """
@@ -62,6 +65,7 @@ class QueryDesign(BaseModel):
     permutation: list[str]
     excluded: list[str] = []
     labels: str | None = None
+    texts: dict[str, str] = {}
     draws: list[Draw] = []
 
     @model_validator(mode="after")
@@ -89,10 +93,13 @@ class QueryDesign(BaseModel):
 @dataclass(frozen=True)
 class QuerySample:
     """A draw: ``pairs`` (every pooled pair of the new queries: ``query_id, chunk_id,
-    llm_grade`` + texts) and the ``design`` after it (:class:`QueryDesign`)."""
+    llm_grade`` + texts) and the ``design`` after it (:class:`QueryDesign`); ``sheet`` and
+    ``design_file``: where they were written, if they were."""
 
     pairs: pd.DataFrame
     design: QueryDesign
+    sheet: Path | None = None
+    design_file: Path | None = None
 
     @property
     def new_queries(self) -> list[str]:
@@ -139,10 +146,13 @@ def _check_count(n: object, what: str) -> int:
 
 def draw_queries(labels: LabelsLike, *, n: int, seed: int = 0,
                  exclude: QrelsLike | None = None, pairs: PairsLike | None = None,
-                 labels_path: str | None = None) -> QuerySample:
+                 labels_path: str | None = None,
+                 texts_paths: dict[str, str] | None = None) -> QuerySample:
     """The first ``n`` queries of the seeded permutation of the labelled queries (those of
     ``exclude``, already judged by humans, left out), every pooled pair of them, and the
-    design to extend the sample with :func:`more_queries`.
+    design to extend the sample with :func:`more_queries`. ``labels_path`` and
+    ``texts_paths`` (``{"pairs": path}`` or ``{"queries": .., "corpus": ..}``) are recorded
+    in the design for ``labeler sample --more``.
 
     Usage: ``draw_queries("labels.jsonl", n=10, seed=0).pairs``
     """
@@ -162,7 +172,8 @@ def draw_queries(labels: LabelsLike, *, n: int, seed: int = 0,
     order = query_permutation(queries, seed, n)
     design = QueryDesign(seed=int(seed), permutation=order, drawn=n, queries_drawn=order[:n],
                          excluded=excluded,
-                         labels=labels_path, draws=[Draw(n=n)])
+                         labels=labels_path, texts=dict(texts_paths or {}),
+                         draws=[Draw(n=n)])
     return QuerySample(_pairs_of(df, set(order[:n]), pairs), design)
 
 
@@ -216,6 +227,31 @@ def more_queries(labels: LabelsLike, design: QueryDesign, *, m: int,
                                       "queries_drawn": design.permutation[:design.drawn + m],
                                       "draws": [*design.draws, Draw(n=m)]})
     return QuerySample(_pairs_of(df, set(new), pairs), after)
+
+
+def from_design(path: str, base: Path) -> str | Path:
+    """A path a design records: relative to its folder ``base``, absolute, or
+    ``irds:<id>`` (as it is)."""
+    if path.startswith("irds:"):
+        return path
+    return Path(path) if Path(path).is_absolute() else base / path
+
+
+def next_sheet(design_file: Path, first: str | None, k: int) -> Path:
+    """``to_annotate-<k>.csv`` next to the design, named after the first sheet
+    (``to_annotate.csv``) — its name only: a design naming ``../x`` or an absolute path
+    never sends the new sheet out of the design's folder."""
+    name = Path(first).name if first else ""
+    base = design_file.parent / (name if name not in ("", ".", "..") else "to_annotate.csv")
+    return base.with_name(f"{base.stem}-{k}{base.suffix}")
+
+
+def relative_name(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when inside it, else absolute (a draw's sheet)."""
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path.resolve())
 
 
 def _some(ids: Sequence[str], k: int = 3) -> str:

@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from labeler import fmt, io
+from labeler import io
 from labeler.errors import ConfigError, InputError
 from labeler.schema import STATUS, STATUS_OK
-from labeler.reconciliation.agreement import (DEFAULT_UNIT, KEYS, AgreementReport, LabelsLike,
+from labeler.reconciliation.agreement import (DEFAULT_UNIT, KEYS, AgreementReport,
+                                              CheckedLabels, CheckedQrels, LabelsLike,
                                               QrelsLike, Unit, agreement, read_human, read_llm)
+from labeler.reconciliation.versus_best import DEFAULT_ALPHA, method, versus_best
+from labeler.statistics.inference import check_alpha
 
 if TYPE_CHECKING:
     from labeler.report.progress import Progress
@@ -66,19 +69,39 @@ class Leaderboard:
     k: int | None = None
     bootstrap_unit: str | None = None
     """What the judges' intervals resample (``query`` or ``pair``); None without intervals."""
+    versus_best: list[dict[str, Any]] = field(default_factory=list)
+    """The best judge against each other judge (:func:`~labeler.reconciliation.versus_best.
+    versus_best`): ``judge, delta_alpha, ci, p, p_adjusted, worse, kappa_quadratic``."""
+    versus_method: dict[str, Any] | None = None
+    """How :attr:`versus_best` was tested (bootstrap, seed, unit, alpha, adjustment)."""
 
     @property
     def order(self) -> list[str]:
         """Judge names, best Krippendorff's alpha first."""
         return list(self.judges)
 
+    @property
+    def not_shown_worse(self) -> list[str]:
+        """The best judge and every judge the paired tests do not show worse than it (all of
+        them without a bootstrap)."""
+        worse = {v["judge"] for v in self.versus_best if v["worse"]}
+        return [name for name in self.judges if name not in worse]
+
     def to_frame(self) -> pd.DataFrame:
-        """One row per judge (rank 1 = best alpha): the headline figures and tau."""
+        """One row per judge (rank 1 = best alpha): the headline figures, tau, and against
+        the best judge the gap of alpha, its Holm-adjusted p and the verdict."""
+        versus = {v["judge"]: v for v in self.versus_best}
         rows = []
         for rank, (name, rep) in enumerate(self.judges.items(), 1):
             row: dict[str, Any] = {"rank": rank, "judge": name}
             row.update({key: getattr(rep, key) for key in HEADLINE})
             row["kendall_tau"] = self.kendall_tau.get(name)
+            v = versus.get(name)
+            row["alpha_gap_to_best"] = v["delta_alpha"] if v else None
+            row["p_adjusted"] = v["p_adjusted"] if v else None
+            row["versus_best"] = ("best" if rank == 1 else "not tested" if not v or
+                                  v["worse"] is None else "worse" if v["worse"]
+                                  else "not shown worse")
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -95,7 +118,9 @@ class Leaderboard:
                     for d in self.disagreements.to_dict(orient="records")]
         return {"n": self.n, "judges": judges, "k": self.k,
                 "ranked_by": "krippendorff_alpha_ordinal", "bootstrap_unit": self.bootstrap_unit,
-                "disagreements": disputed}
+                "best": self.order[0] if self.judges else None,
+                "versus_best": self.versus_best, "versus_best_test": self.versus_method,
+                "not_shown_worse": self.not_shown_worse, "disagreements": disputed}
 
     def _repr_html_(self) -> str:
         from labeler.report.notebook import table
@@ -105,30 +130,11 @@ class Leaderboard:
                      f"{len(frame)} judges on {self.n} common pairs, best alpha first")
 
     def to_text(self) -> str:
-        """The table for a terminal, then the most disputed pairs."""
-        frame = self.to_frame()
-        width = max([5, *map(len, frame["judge"])])
-        head = (f"{'#':>3} {'judge':<{width}} {'alpha':>8} {'kappa':>8} {'k_lin':>8} "
-                f"{'k_quad':>8} {'exact':>8} {'binary':>8} {'LLM-hum':>8}")
-        has_tau = any(v is not None for v in self.kendall_tau.values())
-        head += f" {'tau':>8}" if has_tau else ""
-        lines = [(f"{len(frame)} judges on the {self.n} pairs that all of them and the "
-                  "humans judged (ranked by Krippendorff's alpha, ordinal; LLM-hum: the mean "
-                  "signed difference, LLM grade minus human grade)"), head]
-        for rank, (name, rep) in enumerate(self.judges.items(), 1):
-            cells = [fmt.num(getattr(rep, key), signed=key == "mean_signed_difference")
-                     for key in HEADLINE]
-            if has_tau:
-                cells.append(fmt.num(self.kendall_tau.get(name)))
-            lines.append(f"{rank:>3} {name:<{width}} " + " ".join(f"{c:>8}" for c in cells))
-        if len(self.disagreements):
-            lines.append("")
-            lines.append("pairs the judges disagree on most (spread = highest - lowest grade):")
-            for d in self.disagreements.head(10).to_dict(orient="records"):
-                grades = " ".join(f"{name}={d[_col(name)]}" for name in self.judges)
-                lines.append(f"  {d['query_id']}/{d['chunk_id']}: human {d['human']}, "
-                             f"spread {d['spread']}: {grades}")
-        return "\n".join(lines) + "\n"
+        """The table for a terminal (lines under 160 characters), which judges are not shown
+        worse than the best, then the most disputed pairs."""
+        from labeler.report.judges_text import leaderboard_text
+
+        return leaderboard_text(self)
 
 
 def _col(name: str) -> str:
@@ -180,13 +186,16 @@ def common_pairs(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame]) -> pd.Da
 
 def leaderboard(*, human: QrelsLike, llm: JudgesLike, runs: Any = None, k: int = 10,
                 bootstrap: int = 0, seed: int = 0, unit: Unit = DEFAULT_UNIT, top: int = 20,
-                grade_map: io.GradeMap = None, progress: bool | None = False) -> Leaderboard:
+                grade_map: io.GradeMap = None, progress: bool | None = False,
+                alpha: float = DEFAULT_ALPHA) -> Leaderboard:
     """Agreement of several label sets with the same human labels, best alpha first.
 
     ``llm``: ``{name: labels}`` or a list of paths (``NAME=PATH`` names one). ``runs`` (any
     form :func:`labeler.reconciliation.comparison.compare` takes) adds each judge's Kendall's tau.
     ``bootstrap`` resamples of whole queries (``unit="query"``) or of pairs (``unit="pair"``)
-    give CIs (0: none). ``grade_map`` maps raw LLM grades (e.g. ``{"5": 3}``).
+    give CIs (0: none), and the paired tests of the best judge against each other one
+    (``versus_best``; Holm over the comparisons, significant below ``alpha``). ``grade_map``
+    maps raw LLM grades (e.g. ``{"5": 3}``).
     ``progress``: None shows it where it can (a bar, a notebook line, log lines).
 
     Usage::
@@ -203,19 +212,27 @@ def leaderboard(*, human: QrelsLike, llm: JudgesLike, runs: Any = None, k: int =
 
     shown = Progress("judges", len(sets) * (2 if runs is not None else 1), enabled=progress)
     reports = {}
-    for name, df in sets.items():
-        reports[name] = agreement(llm=df, human=human_common, bootstrap=bootstrap, seed=seed,
-                                  unit=unit)
+    for name, df in sets.items():   # each set read and checked once, above
+        llm_df, human_df_checked = CheckedLabels(df), CheckedQrels(human_common)
+        llm_df.attrs.update(df.attrs)
+        human_df_checked.attrs.update(human_common.attrs)
+        reports[name] = agreement(llm=llm_df, human=human_df_checked, bootstrap=bootstrap,
+                                  seed=seed, unit=unit)
         shown.advance(1, name)
     taus = (_taus(human_common, sets, common, runs, k, shown) if runs is not None
             else dict.fromkeys(sets))
     shown.close()
     ranked = sorted(reports, key=lambda name: _rank_key(reports[name], name))
+    grades = _grade_table(human_common, sets, ranked)
+    versus = versus_best(grades.rename(columns={_col(n): n for n in ranked}), ranked,
+                         bootstrap=bootstrap, seed=seed, unit=unit, alpha=check_alpha(alpha))
     return Leaderboard(n=len(common), judges={name: reports[name] for name in ranked},
                        kendall_tau={name: taus[name] for name in ranked},
-                       disagreements=_disputed(human_common, sets, ranked, top),
+                       disagreements=_disputed(grades, ranked, top),
                        k=k if runs is not None else None,
-                       bootstrap_unit=unit if bootstrap else None)
+                       bootstrap_unit=unit if bootstrap else None, versus_best=versus,
+                       versus_method=method(bootstrap=bootstrap, seed=seed, unit=unit,
+                                            alpha=alpha) if versus else None)
 
 
 def _rank_key(rep: AgreementReport, name: str) -> tuple[float, str]:
@@ -241,13 +258,19 @@ def _taus(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame], common: pd.Data
     return taus
 
 
-def _disputed(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame], order: list[str],
-              top: int) -> pd.DataFrame:
-    """The common pairs with the widest spread of judge grades (then farthest from human)."""
+def _grade_table(human: pd.DataFrame, sets: Mapping[str, pd.DataFrame], order: list[str]
+                 ) -> pd.DataFrame:
+    """One row per common pair: ``query_id, chunk_id, human`` and ``grade:<judge>`` per judge."""
     table = human[[*KEYS, "grade"]].rename(columns={"grade": "human"}).astype({"human": "int64"})
     for name in order:
         g = _graded(sets[name], table[KEYS]).rename(columns={"grade": _col(name)})
         table = table.merge(g, on=KEYS, how="left")
+    return table
+
+
+def _disputed(table: pd.DataFrame, order: list[str], top: int) -> pd.DataFrame:
+    """The common pairs with the widest spread of judge grades (then farthest from human)."""
+    table = table.copy()
     grades = table[[_col(n) for n in order]].to_numpy(dtype="int64")
     table["spread"] = grades.max(axis=1) - grades.min(axis=1)
     table["mean_gap"] = grades.mean(axis=1) - table["human"].to_numpy()

@@ -136,3 +136,32 @@ def sample_queries(labels: LabelsLike, *, n: int, seed: int = 0,
     from labeler.reconciliation.design import draw_queries
 
     return draw_queries(labels, n=n, seed=seed, exclude=exclude, pairs=pairs).pairs
+
+
+def anchor_sample(human: QrelsLike, texts: pd.DataFrame, *, n: int = 100,
+                  seed: int = 0) -> pd.DataFrame:
+    """Up to ``n`` human-graded pairs with their texts, for a nightly job's anchors: equal
+    shares of each human grade (a rare grade gives the rest of its share to the others),
+    spread round-robin over queries. ``texts``: ``query_id, query, chunk_id, chunk`` (pairs
+    without texts are not drawn). Returns ``query_id, query, chunk_id, chunk, grade``; the
+    same inputs and seed give the same anchors.
+
+    Usage: ``anchor_sample("human.qrels", io.read_pairs("pairs.jsonl"), n=100)``
+    """
+    if n < 1:
+        raise ConfigError(f"the number of anchors must be at least 1, got {n}")
+    h = read_human(human)
+    cols = ["query_id", "query", "chunk_id", "chunk"]
+    t = texts[cols].astype(str).drop_duplicates(KEYS)
+    cand = h.astype({"query_id": str, "chunk_id": str}).merge(t, on=KEYS)
+    if cand.empty:
+        raise InputError("no human-graded pair has its query and chunk texts: give the texts "
+                         "of the judged pairs (--pairs, or --queries and --corpus)",
+                         path=h.attrs.get("path"))
+    rng = np.random.default_rng(seed)
+    cand = cand.assign(_r=rng.random(len(cand)))
+    groups = dict(tuple(cand.groupby("grade", sort=True)))
+    quota = _allocate(pd.Series({k: len(g) for k, g in groups.items()}), min(n, len(cand)), rng)
+    picked = [_round_robin(g, ["query_id"], rng).head(quota[v]) for v, g in groups.items()]
+    out = pd.concat(picked).sort_values(["query_id", "_r"], kind="stable")
+    return out[[*cols, "grade"]].reset_index(drop=True)

@@ -153,38 +153,49 @@ def _leniency(delta: Any) -> str:
 
 
 def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
-             judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None
-             ) -> dict[str, Any]:
+             judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None,
+             data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    from labeler.report import ppi_text
     from labeler.report.text import (
-        VERDICT_WORDS, by_human_rank, ppi_words, ranking_lines, scope_line, swap_significance,
-        test_words,
+        VERDICT_WORDS, by_human_rank, ppi_verdicts_line, ppi_words, ranking_lines, scope_line,
+        swap_significance, test_words,
     )
 
     per_query = c.per_query
     sig = c.significance
+    data = c.to_dict() if data is None else data
+    has_ppi = bool(sig.options.ppi)
     runs = []
     for r in by_human_rank(c.runs).to_dict("records"):
         runs.append({**r, "human_ci": sig.run_ci(r["system"], "human"),
                      "llm_ci": sig.run_ci(r["system"], "llm"),
-                     "leniency": _leniency(r["delta"]), "ppi": sig.run_ppi(r["system"])})
+                     "leniency": _leniency(r["delta"]), "ppi": sig.run_ppi(r["system"]),
+                     "human_only_ci": data["runs"].get(str(r["system"]), {}).get("human_only_ci")})
     pairs = [{**p, "ppi": p.get("ppi")} for p in sig.pairs_to_dicts()]
     return {
         "title": title, "k": c.k, "label": c.label, "gain": c.gain,
         "include_empty": c.include_empty,
-        "runs": runs, "headline": c.headline,
-        "verdicts_line": f"Verdicts {sig.counts_line()} ({test_words(sig)})",
+        "runs": runs, "headline": data["headline"],
+        "verdicts_line": (ppi_verdicts_line(data, sig.options.alpha) if has_ppi else
+                          f"Verdicts {sig.counts_line()} ({test_words(sig)})"),
         "counts": sig.counts, "pairs": pairs, "alpha": sig.options.alpha,
-        "test_words": test_words(sig), "has_ppi": sig.options.ppi,
+        "test_words": test_words(sig), "has_ppi": has_ppi,
+        "ppi_runs": ppi_text.ppi_runs(data) if has_ppi else [],
+        "ppi_scope": ppi_text.ppi_scope_line(data) if has_ppi else "",
+        "resolved": ppi_text.resolved_pairs(data) if has_ppi else [],
+        "t_counts_line": f"verdicts {sig.counts_line()} ({test_words(sig)})",
         "scope_line": scope_line(c), "verdict_words": VERDICT_WORDS,
         "pairs_words": PAIRS_WORDS[sig.pair_mode],
         "ppi_words": ppi_words(sig) if sig.options.ppi else "",
-        "planning": sig.planning_line(), "stat_notes": list(sig.notes),
+        "planning": getattr(c, "planning_line", None), "stat_notes": list(sig.notes),
         "advice": [dict(a) for a in getattr(c, "advice", ())],
         "tau": c.kendall_tau, "rho": c.spearman_rho, "n_runs": len(c.runs),
-        "ranking_lines": ranking_lines(c.to_dict()["ranking"]),
-        "order_human": c.order_human, "order_llm": c.order_llm,
-        "swaps": c.swaps, "n_swaps": c.swap_count, "n_pairs": c.n_pairs,
-        "swap_note": swap_significance(c),
+        "ranking_lines": ranking_lines(data["ranking"], ppi_text.rank_scope(data)),
+        "rank_scope": ppi_text.rank_scope(data),
+        **(_ppi_order_context(data) if has_ppi else {
+            "order_human": c.order_human, "order_llm": c.order_llm, "swaps": c.swaps,
+            "n_swaps": c.swap_count, "n_pairs": c.n_pairs,
+            "swap_note": swap_significance(c)}),
         "ideal": c.ideal_summary(), "ideal_rows": c.ideal.to_dict("records"),
         "most_changed": c.most_changed.to_dict("records"),
         "per_query": per_query.head(MAX_TABLE_ROWS).to_dict("records"),
@@ -195,6 +206,19 @@ def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
         "drift": dict(drift) if drift else None,
         "top_runs": TOP_RUNS,
     }
+
+
+def _ppi_order_context(data: Mapping[str, Any]) -> dict[str, Any]:
+    """With PPI, the orders and swaps the report shows: by PPI estimate against by LLM mean."""
+    from labeler.report import ppi_text
+
+    by_ppi, by_llm = ppi_text.ppi_order(data)
+    swaps = [{"human_first": s["ppi_first"], "llm_first": s["llm_first"], "human": s["ppi"],
+              "llm": s["llm"], "verdict": s["verdict"]} for s in ppi_text.ppi_swaps(data)]
+    n = sum(1 for r in ppi_text.ppi_runs(data) if r["estimate"] is not None
+            and r["llm"] is not None)
+    return {"order_human": by_ppi, "order_llm": by_llm, "swaps": swaps, "n_swaps": len(swaps),
+            "n_pairs": n * (n - 1) // 2, "swap_note": ppi_text.ppi_swap_note(data)}
 
 
 def _env(autoescape: bool) -> jinja2.Environment:
@@ -213,20 +237,23 @@ def _env(autoescape: bool) -> jinja2.Environment:
 
 def render_markdown(comparison: ComparisonView, title: str = DEFAULT_TITLE,
                     agreement: Any = None, judge: Mapping[str, Any] | None = None,
-                    drift: Mapping[str, Any] | None = None) -> str:
+                    drift: Mapping[str, Any] | None = None, *,
+                    _data: Mapping[str, Any] | None = None) -> str:
     """The comparison as Markdown (tables; data strings escaped)."""
-    ctx = _context(comparison, title, as_agreement(agreement), judge, drift)
+    ctx = _context(comparison, title, as_agreement(agreement), judge, drift, _data)
     return _env(autoescape=False).get_template("report.md.j2").render(**ctx)
 
 
 def render_html(comparison: ComparisonView, title: str = DEFAULT_TITLE,
                 agreement: Any = None, judge: Mapping[str, Any] | None = None,
-                drift: Mapping[str, Any] | None = None) -> str:
+                drift: Mapping[str, Any] | None = None, *,
+                _data: Mapping[str, Any] | None = None) -> str:
     """The comparison as one self-contained HTML page with inline PNG plots."""
     from labeler.report import plots
     agree = as_agreement(agreement)
-    ctx = _context(comparison, title, agree, judge, drift)
-    images = {"scatter": plots.to_data_uri(plots.ndcg_scatter(comparison)),
+    data = comparison.to_dict() if _data is None else _data
+    ctx = _context(comparison, title, agree, judge, drift, data)
+    images = {"scatter": plots.to_data_uri(plots.ndcg_scatter(data)),
               "deltas": plots.to_data_uri(plots.delta_distribution(comparison))}
     if len(comparison.ideal):
         images["ideal"] = plots.to_data_uri(plots.ideal_change(comparison))
@@ -264,11 +291,12 @@ def write_report(comparison: ComparisonView, out_dir: str | os.PathLike[str],
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("the report directory is a file", path=out)
-    data = {**comparison.to_dict(), "title": title, "agreement": agree,
+    result = comparison.to_dict()  # once: its ranking block resamples the queries
+    data = {**result, "title": title, "agreement": agree,
             "judge": dict(judge) if judge else None, "drift": dict(drift) if drift else None}
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    md = render_markdown(comparison, title, agree, judge, drift)
-    html = render_html(comparison, title, agree, judge, drift)
+    md = render_markdown(comparison, title, agree, judge, drift, _data=result)
+    html = render_html(comparison, title, agree, judge, drift, _data=result)
     io.write_json(data, paths["json"])
     io.write_text(md, paths["md"])
     io.write_text(html, paths["html"])

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 
 DEFAULT_TITLE = "Which judge agrees with the humans?"
+BY_NAME = 8
+"""Up to this many judges, the disputed pairs show each judge's grade in its own column."""
 
 
 def _context(board: LeaderboardView, title: str) -> dict[str, Any]:
@@ -38,10 +40,16 @@ def _context(board: LeaderboardView, title: str) -> dict[str, Any]:
             "kappa_quadratic": rep.cohen_kappa_quadratic, "exact": rep.exact_agreement,
             "binary": rep.binary_agreement, "lean": rep.mean_signed_difference,
             "tau": board.kendall_tau.get(name), "matrix": rep.confusion_matrix})
+    data = board.to_dict()
+    disputed = data["disagreements"]
+    for d in disputed:   # many judges: counts per grade instead of one column per judge
+        d["counts"] = [sum(v == g for v in d["grades"].values()) for g in range(4)]
     return {"title": title, "n": board.n, "n_judges": len(judges), "judges": judges,
             "has_tau": any(v is not None for v in board.kendall_tau.values()),
-            "k": board.k, "disputed": board.to_dict()["disagreements"],
-            "ci_note": _ci_note(board)}
+            "k": board.k, "disputed": disputed, "by_name": len(judges) <= BY_NAME,
+            "ci_note": _ci_note(board), "versus": data["versus_best"],
+            "versus_test": data["versus_best_test"], "best": data["best"],
+            "not_shown_worse": data["not_shown_worse"][1:]}
 
 
 def _ci_note(board: LeaderboardView) -> str | None:
@@ -62,7 +70,8 @@ def _env(autoescape: bool) -> Any:
                              autoescape=autoescape, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(num=fmt.num, signed=lambda x: fmt.num(x, signed=True), count=fmt.count,
-                       md=md_escape)
+                       md=md_escape, interval=fmt.interval,
+                       pvalue=fmt.pvalue)
     return env
 
 

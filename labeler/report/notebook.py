@@ -76,10 +76,24 @@ def score_html(result: ScoreResultView) -> str:
 
 
 def comparison_html(c: ComparisonView) -> str:
-    """Runs under human and LLM labels, and the order correlation."""
-    cols = ["system", "human", "llm", "delta", "rank_human", "rank_llm"]
+    """Runs under human and LLM labels, and the order correlation; with PPI, the headline
+    and the PPI readout's runs table (the estimates, both label sets on the labelled
+    queries, the LLM means over all)."""
     tail = (f"<p>Kendall's tau {fmt.num(c.kendall_tau)}, Spearman's rho "
             f"{fmt.num(c.spearman_rho)} between the two orders of the runs.</p>")
+    if c.significance.options.ppi:
+        import pandas as pd
+
+        from labeler.report.ppi_text import ppi_runs
+
+        data = c.to_dict()
+        names = {"system": "run", "estimate": "human, PPI", "labelled_human": "human, labelled",
+                "labelled_llm": "LLM, labelled", "delta": "delta, labelled",
+                "llm": "LLM, all queries", "rank_ppi": "rank PPI", "rank_llm": "rank LLM"}
+        table = pd.DataFrame(ppi_runs(data))[list(names)].rename(columns=names)
+        return (f"<p>{html.escape(str(data['headline']))}</p>"
+                + _frame(table, f"{c.label}: PPI estimates vs LLM labels", limit=50) + tail)
+    cols = ["system", "human", "llm", "delta", "rank_human", "rank_llm"]
     return _frame(c.runs[cols], f"NDCG@{c.k}: human vs LLM labels", limit=50) + tail
 
 

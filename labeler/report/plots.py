@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import io as _io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,17 +49,42 @@ def _label(text: Any) -> str:
     return s.replace("$", r"\$")
 
 
-def ndcg_scatter(comparison: ComparisonView) -> Figure:
+def scatter_points(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What the scatter plots, from a comparison's plain data (``to_dict()``): per run
+    (``systems``) ``x`` with its interval ``x_ci`` and ``y`` with ``y_ci``, and ``ppi``.
+    x is the mean under human labels — with PPI, the prediction-powered estimate of it —
+    and y the mean under LLM labels over all the run's queries.
+
+    Usage: ``scatter_points(comparison.to_dict())["x"]``
+    """
+    runs: Mapping[str, Mapping[str, Any]] = data.get("runs") or {}
+    ppi = any(r.get("ppi") for r in runs.values())
+    out: dict[str, Any] = {"systems": [], "x": [], "x_ci": [], "y": [], "y_ci": [], "ppi": ppi}
+    for tag, r in runs.items():
+        p = r.get("ppi") or {}
+        x, x_ci = (p.get("estimate"), p.get("ci")) if ppi else (r.get("human"), r.get("human_ci"))
+        if x is None or r.get("llm") is None:
+            continue
+        out["systems"].append(tag)
+        out["x"].append(float(x))
+        out["x_ci"].append(x_ci)
+        out["y"].append(float(r["llm"]))
+        out["y_ci"].append(r.get("llm_ci"))
+    return out
+
+
+def ndcg_scatter(comparison: ComparisonView | Mapping[str, Any]) -> Figure:
     """Each run's mean NDCG@k under human (x) and LLM (y) labels with its 95% interval under
-    each label set as error bars, and the diagonal y = x."""
-    k = comparison.k
-    runs = comparison.runs.dropna(subset=["human", "llm"])
-    sig = comparison.significance
+    each label set as error bars, and the diagonal y = x. With PPI, x is the PPI estimate
+    and its interval. Takes a comparison or its plain data (``to_dict()``)."""
+    data = comparison if isinstance(comparison, Mapping) else comparison.to_dict()
+    k = data.get("k")
+    pts = scatter_points(data)
     fig = _figure(5.6, 4.8)
     ax = fig.add_subplot()
-    x, y = runs["human"].to_numpy(float), runs["llm"].to_numpy(float)
-    xerr, yerr = _error_bars(sig, runs["system"], x, "human"), _error_bars(
-        sig, runs["system"], y, "llm")
+    x, y = np.asarray(pts["x"], dtype=float), np.asarray(pts["y"], dtype=float)
+    xerr, yerr = _bars(x, pts["x_ci"]), _bars(y, pts["y_ci"])
+    runs = {"system": pts["systems"]}
     lo = float(min((x - xerr[0]).min(), (y - yerr[0]).min())) if len(x) else 0.0
     hi = float(max((x + xerr[1]).max(), (y + yerr[1]).max())) if len(x) else 1.0
     pad = max(0.03, (hi - lo) * 0.08)
@@ -78,9 +103,15 @@ def ndcg_scatter(comparison: ComparisonView) -> Figure:
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_aspect("equal", adjustable="box")
-    ax.set_xlabel(f"mean NDCG@{k}, human labels")
-    ax.set_ylabel(f"mean NDCG@{k}, LLM labels")
-    ax.set_title("Runs: human vs LLM labels", fontsize=11)
+    what = data.get("measure") or f"NDCG@{k}"
+    if pts["ppi"]:
+        ax.set_xlabel(f"mean {what}, human labels (PPI estimate)")
+        ax.set_ylabel(f"mean {what}, LLM labels (all queries)")
+        ax.set_title("Runs: PPI estimates vs LLM labels", fontsize=11)
+    else:
+        ax.set_xlabel(f"mean {what}, human labels")
+        ax.set_ylabel(f"mean {what}, LLM labels")
+        ax.set_title("Runs: human vs LLM labels", fontsize=11)
     ax.grid(alpha=0.25)
     ax.legend(loc="upper left", fontsize=8, frameon=False)
     if len(named) < len(x):
@@ -108,13 +139,12 @@ def _runs_to_name(systems: list[str], x: np.ndarray, y: np.ndarray) -> set[str]:
     return keep
 
 
-def _error_bars(sig: Any, systems: Any, means: np.ndarray, label: str) -> np.ndarray:
+def _bars(means: np.ndarray, cis: Sequence[Any]) -> np.ndarray:
     """Asymmetric error bars (2 × n: below, above) from each run's interval; 0 without one."""
     out = np.zeros((2, len(means)))
-    for i, (system, mean) in enumerate(zip(systems, means)):
-        ci = sig.run_ci(system, label)
+    for i, (mean, ci) in enumerate(zip(means, cis)):
         if ci is not None:
-            out[:, i] = (mean - ci[0], ci[1] - mean)
+            out[:, i] = (max(mean - ci[0], 0.0), max(ci[1] - mean, 0.0))
     return out
 
 

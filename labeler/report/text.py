@@ -9,7 +9,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from labeler import fmt
@@ -22,44 +22,61 @@ if TYPE_CHECKING:
 
 
 def render_text(comparison: ComparisonView) -> str:
-    """A plain-text summary for the terminal: the pair verdicts first, then the runs.
+    """A plain-text summary for the terminal: the pair verdicts first, then the runs. With
+    PPI the readout is PPI's (:mod:`labeler.report.ppi_text`).
 
     Usage: ``print(render_text(compare(human=human, llm=llm, runs=runs)))``
     """
+    from labeler.report import ppi_text
+
     c = comparison
     sig = c.significance
-    lines = [f"Verdicts {sig.counts_line()} ({test_words(sig)})", plain(c.headline), ""]
+    data = c.to_dict()
+    ppi = bool(sig.options.ppi)
     by = f"@{c.k}" if c.measure is None else f" {c.measure}"
-    header = ["run", f"human{by} [95% CI]", f"llm{by} [95% CI]", "delta", "rank h→l",
-              "queries h/l", "judged h/l"]
-    rows = [[plain(r.system), _with_ci(r.human, sig.run_ci(str(r.system), "human")),
-             _with_ci(r.llm, sig.run_ci(str(r.system), "llm")), fmt.num(r.delta, signed=True),
-             f"{_rank(r.rank_human)}→{_rank(r.rank_llm)}",
-             f"{r.n_queries_human}/{r.n_queries_llm}",
-             f"{fmt.share(r.judged_share_human)}/{fmt.share(r.judged_share_llm)}"]
-            for r in by_human_rank(c.runs).itertuples()]
-    lines += _table(header, rows)
-    lines.append(scope_line(c))
+    if ppi:
+        lines = [ppi_verdicts_line(data, sig.options.alpha), plain(data["headline"]), ""]
+        header, rows = ppi_text.ppi_table_lines(data, c.label)
+        lines += _table(header, rows)
+        lines.append(ppi_text.ppi_scope_line(data))
+    else:
+        lines = [f"Verdicts {sig.counts_line()} ({test_words(sig)})", plain(c.headline), ""]
+        header = ["run", f"human{by} [95% CI]", f"llm{by} [95% CI]", "delta", "rank h→l",
+                  "queries h/l", "judged h/l"]
+        rows = [[plain(r.system), _with_ci(r.human, sig.run_ci(str(r.system), "human")),
+                 _with_ci(r.llm, sig.run_ci(str(r.system), "llm")),
+                 fmt.num(r.delta, signed=True), f"{_rank(r.rank_human)}→{_rank(r.rank_llm)}",
+                 f"{r.n_queries_human}/{r.n_queries_llm}",
+                 f"{fmt.share(r.judged_share_human)}/{fmt.share(r.judged_share_llm)}"]
+                for r in by_human_rank(c.runs).itertuples()]
+        lines += _table(header, rows)
+        lines.append(scope_line(c))
     lines.append("")
+    if ppi:
+        lines += [*ppi_text.resolved_lines(data, c.label, sig.options.alpha), ""]
+        lines.append(f"Paired t-tests on the human-labelled queries both runs score "
+                     f"({sig.counts_line()}):")
     lines += _pair_lines(c)
-    advice = getattr(c, "advice", ())
-    if advice:
-        lines.append(plain(advice_line(advice) or ""))
-    if sig.options.ppi:
-        lines += ["", *_ppi_lines(c)]
+    if ppi:
+        lines += ["", *_ppi_lines(c, data)]
     lines.append("")
+    scope = ppi_text.rank_scope(data)
     if c.kendall_tau is None and c.spearman_rho is None:
         lines.append("Kendall's tau / Spearman's rho: n/a (fewer than two runs scored "
                      "under both label sets)")
     else:
         lines.append(f"Kendall's tau {fmt.num(c.kendall_tau)}, Spearman's rho "
-                     f"{fmt.num(c.spearman_rho)} between the two orders of the runs")
-    lines += [plain(line) for line in ranking_lines(c.to_dict()["ranking"])]
-    swaps = ", ".join(f"{plain(s.human_first)} ↔ {plain(s.llm_first)}" for s in c.swaps)
-    largest = (f" (the largest {len(c.swaps)}: {swaps})" if c.swap_count > len(c.swaps)
-               else f": {swaps}" if swaps else "")
-    lines.append(f"{c.swap_count} of {c.n_pairs} run pairs swap places" + largest
-                 + (f". {swap_significance(c)}." if c.swaps else ""))
+                     f"{fmt.num(c.spearman_rho)} between the two orders of the runs, "
+                     f"{scope}")
+    lines += [plain(line) for line in ranking_lines(data["ranking"], scope)]
+    if ppi:
+        lines.append(ppi_text.ppi_swap_line(data))
+    else:
+        swaps = ", ".join(f"{plain(s.human_first)} ↔ {plain(s.llm_first)}" for s in c.swaps)
+        largest = (f" (the largest {len(c.swaps)}: {swaps})" if c.swap_count > len(c.swaps)
+                   else f": {swaps}" if swaps else "")
+        lines.append(f"{c.swap_count} of {c.n_pairs} run pairs swap places" + largest
+                     + (f". {swap_significance(c)}." if c.swaps else ""))
     ideal = c.ideal_summary()
     lines.append(f"Ideal ranking by LLM grades, NDCG@{c.k} under human labels: mean "
                  f"{fmt.num(ideal['mean'])}, median {fmt.num(ideal['median'])} over "
@@ -71,6 +88,17 @@ def render_text(comparison: ComparisonView) -> str:
         lines.append(f"Queries that change most (mean |delta| over runs, the order; mean "
                      f"delta): {top}")
     return "\n".join(lines) + "\n"
+
+
+def ppi_verdicts_line(data: Mapping[str, Any], alpha: float) -> str:
+    """``"PPI verdicts of 6 pairs: 4 resolved, 2 unresolved (...)"``: the first line with
+    ``--ppi``."""
+    verdicts = [(p.get("ppi") or {}).get("verdict") for p in data.get("pairs") or ()]
+    n = len(verdicts)
+    resolved = sum(v in ("a-better", "b-better") for v in verdicts)
+    return (f"PPI verdicts of {n} pair{'' if n == 1 else 's'}: {resolved} resolved, "
+            f"{n - resolved} unresolved (prediction-powered estimates, Holm-corrected, "
+            f"alpha {alpha:g})")
 
 
 def swap_significance(c: ComparisonView) -> str:
@@ -187,27 +215,23 @@ def _pair_lines(c: ComparisonView) -> list[str]:
     return [intro, *_table(header, rows), *tail, VERDICT_WORDS]
 
 
-def _ppi_lines(c: ComparisonView) -> list[str]:
+def _ppi_lines(c: ComparisonView, data: Mapping[str, Any]) -> list[str]:
+    """What the PPI estimates are, what the LLM labels save against the human labels alone
+    (when the data has the human-only intervals), the planning line and the notes."""
     sig = c.significance
-    header = ["run", f"PPI {c.label}", "95% CI", "human-judged queries"]
-    rows = []
-    for r in by_human_rank(c.runs).itertuples():
-        p = sig.run_ppi(str(r.system))
-        if p is None:
-            rows.append([plain(r.system), *[fmt.MISSING] * 3])
-            continue
-        rows.append([plain(r.system), fmt.num(p["estimate"]),
-                     fmt.interval(p["ci"]) if p["ci"] else p.get("reason", fmt.MISSING),
-                     f"{p['n_labelled']} of {p['n_labelled'] + p['n_unlabelled']}"])
-    intro = f"Prediction-powered estimates: {ppi_words(sig)}"
-    lines = [intro, *_table(header, rows)]
-    if "ppi_verdict" in sig.pairs:
-        got = sig.pairs["ppi_verdict"].value_counts()
-        lines.append("PPI pair verdicts (Holm-adjusted): " + ", ".join(
-            f"{int(got.get(v, 0))} {v}" for v in ("a-better", "b-better", "unresolved")))
-    plan = sig.planning_line()
+    lines = [f"Prediction-powered estimates: {ppi_words(sig)}"]
+    widths = []
+    for tag, r in (data.get("runs") or {}).items():
+        ppi_ci, alone = (r.get("ppi") or {}).get("ci"), r.get("human_only_ci")
+        if ppi_ci and alone:
+            widths.append(f"{plain(tag)} ±{fmt.num((ppi_ci[1] - ppi_ci[0]) / 2)} (human labels "
+                          f"alone ±{fmt.num((alone[1] - alone[0]) / 2)})")
+    if widths:
+        lines.append("Half-widths of the 95% intervals with the LLM labels: "
+                     + "; ".join(widths[:20]) + (" …" if len(widths) > 20 else "") + ".")
+    plan = getattr(c, "planning_line", None)
     if plan:
-        lines.append(plan)
+        lines.append(plain(plan))
     lines += [plain(n) for n in sig.notes]
     return lines
 
@@ -215,48 +239,52 @@ def _ppi_lines(c: ComparisonView) -> list[str]:
 _rank = fmt.count
 
 
-def advice_line(advice: Sequence[Mapping[str, Any]]) -> str | None:
-    """One sentence for a terminal: the unresolved pair nearest to being resolved, and how
-    many pairs are unresolved. ``None`` when there is none.
+def ranking_lines(ranking: Mapping[str, Any], scope: str | None = None) -> list[str]:
+    """The comparison's ``ranking`` block (plain data) in a few sentences: the best set
+    (when the block has one), the leader under each label set and how often it stays first
+    when whole queries are resampled, then τ_AP and the top-k overlaps with their intervals
+    (``ranking.ci``, when present) and the queries they are over (``scope``: ``"on the 6
+    human-labelled queries"``).
 
-    Usage: ``advice_line(comparison.advice)``
+    Usage: ``ranking_lines(comparison.to_dict()["ranking"], "on the 6 human-labelled queries")``
     """
-    known = [x for x in advice if x["needed"] is not None]
-    if not advice:
-        return None
-    if not known:
-        return (f"{len(advice)} unresolved pair{'s' if len(advice) != 1 else ''}: no number "
-                f"of labelled queries would likely resolve them (no difference seen).")
-    best = min(known, key=lambda x: x["needed"])
-    of = f" of {best['n_total']}" if best["n_total"] is not None else ""
-    return (f"{len(advice)} unresolved pair{'s' if len(advice) != 1 else ''}; the nearest, "
-            f"{best['a']} − {best['b']} (Δ {best['delta']:+.3f}, ±{best['half_width_now']:.3f} "
-            f"with {best['now']} labelled queries), would likely be resolved with "
-            f"{best['needed']}{of} randomly drawn labelled queries.")
+    from labeler.report.ppi_text import best_set_line
 
-
-def ranking_lines(ranking: Mapping[str, Any]) -> list[str]:
-    """The comparison's ``ranking`` block (plain data) in two or three sentences: the winner
-    under each label set and how surely it stays first, then τ_AP and the top-k overlaps.
-
-    Usage: ``ranking_lines(comparison.to_dict()["ranking"])``
-    """
     w = ranking.get("winner") or {}
     if not w.get("human") and not w.get("ppi"):
         return ["Top of the ranking: n/a (no run scored under both label sets)"]
+    lines = []
+    best_set = best_set_line(ranking)
+    if best_set:
+        lines.append(best_set)
     best = [f"human labels {w.get('human')}", f"LLM labels {w.get('llm')}"]
     if w.get("ppi"):
         best.append(f"PPI {w['ppi']}")
-    lines = [f"Best run: {', '.join(best)}."]
-    if w.get("confidence") is not None:
+    lines.append(f"Highest mean: {', '.join(best)}.")
+    stays = w.get("stability", w.get("confidence"))
+    if stays is not None:
         who = w.get("ppi") or w.get("human")
-        lines.append(f"{who} stays first in {fmt.share(w['confidence'])} of "
+        lines.append(f"{who} stays first in {fmt.share(stays)} of "
                      f"{fmt.count(ranking.get('bootstrap'))} resamples of whole queries"
                      f"{' (PPI estimates)' if w.get('ppi') else ' (human labels)'}.")
+    cis = ranking.get("ci") or {}
+    top_cis = cis.get("top_k_overlap") or {}
+
+    def with_ci(value: Any, ci: Any, share: bool = False) -> str:
+        shown = fmt.share(value) if share else fmt.num(value)
+        if not ci or fmt.finite(ci[0]) is None or fmt.finite(ci[1]) is None:
+            return shown
+        return (f"{shown} [{fmt.share(ci[0])}, {fmt.share(ci[1])}]" if share
+                else f"{shown} {fmt.interval(ci)}")
+
     overlap = ranking.get("top_k_overlap") or {}
-    tops = ", ".join(f"top {k} {fmt.share(v)}" for k, v in overlap.items() if v is not None)
-    lines.append(f"LLM order against the human order: AP correlation "
-                 f"{fmt.num(ranking.get('tau_ap'))} (errors at the top weigh more), Kendall's tau "
-                 f"{fmt.num(ranking.get('kendall_tau'))}"
-                 + (f"; shared runs in the {tops}" if tops else "") + ".")
+    tops = ", ".join(f"top {k} {with_ci(v, top_cis.get(k), share=True)}"
+                     for k, v in overlap.items() if v is not None)
+    where = f" {scope}" if scope else ""
+    tau = with_ci(ranking.get("kendall_tau"), cis.get("kendall_tau"))
+    lines.append(f"LLM order against the human order{where}: AP correlation "
+                 f"{with_ci(ranking.get('tau_ap'), cis.get('tau_ap'))} (errors at the top weigh "
+                 f"more), Kendall's tau {tau}"
+                 + (f"; shared runs in the {tops}" if tops else "")
+                 + ("; 95% intervals from resamples of whole queries" if cis else "") + ".")
     return lines

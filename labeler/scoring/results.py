@@ -263,6 +263,18 @@ class ScoreResult:
                                                entry.items()}}
                              for name, entry in runs.items()])
 
+    def to_ir_measures(self, perquery: bool = False) -> dict[str, Any]:
+        """Per run, ``{Measure: mean}`` as ``ir_measures.calc_aggregate`` gives it, or with
+        ``perquery`` its ``iter_calc`` tuples (:mod:`labeler.scoring.export`)."""
+        from labeler.scoring.export import to_ir_measures
+        return to_ir_measures(self, perquery)
+
+    def to_ranx(self, *, stat_test: str = "student", max_p: float = 0.01) -> Any:
+        """A ``ranx.Report`` as ``ranx.compare`` makes it, from these figures (on the queries
+        every run has a value for; :mod:`labeler.scoring.export`)."""
+        from labeler.scoring.export import to_ranx
+        return to_ranx(self, stat_test=stat_test, max_p=max_p)
+
     def to_trec(self, per_query: bool = False) -> str:
         """trec_eval's text output for each run (``runid``, ``num_q``, then each measure's
         mean over every query of the run that the qrels judge — trec_eval's mean — with

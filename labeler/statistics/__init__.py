@@ -30,8 +30,10 @@ _NAMES = {
     "Significance": "verdicts",
     "significance": "verdicts",
     "headline": "verdicts",
+    "mean_cs": "certify",
+    "MeanCS": "certify",
 }
-__all__ = ["PPIEstimate", "PairFamily", "PairedTest", "Significance", "StatsOptions", "headline",
-           "holm", "holm_array", "mean_ci", "pair_family", "paired_t_many", "paired_test",
-           "ppi_mean", "ppi_mean_diff", "select_pairs", "significance"]
+__all__ = ["MeanCS", "PPIEstimate", "PairFamily", "PairedTest", "Significance", "StatsOptions",
+           "headline", "holm", "holm_array", "mean_ci", "mean_cs", "pair_family", "paired_t_many",
+           "paired_test", "ppi_mean", "ppi_mean_diff", "select_pairs", "significance"]
 __getattr__, __dir__ = lazy_names(__name__, _NAMES)

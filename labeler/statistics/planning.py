@@ -13,12 +13,15 @@ human-only interval, and the same of the differences a − b for a pair of runs.
 The spread s² of the queries judged so far (the pilot, at least :data:`MIN_LABELLED`) stands
 in for the spread of the sample still to be drawn, with a margin for how little a few queries
 say about it (a two-stage design in the spirit of Stein's): the variance planned for is s²
-times :func:`margin`, the :data:`ASSURANCE` quantile of the ratio of a fresh sample's
-variance to the pilot's — an F law whose degrees of freedom allow for heavy tails: excess
-kurtosis :data:`KURTOSIS_RUN` for a run's NDCG (and its human − LLM error), and
-:data:`KURTOSIS_PAIR` for a difference between two runs (mostly near 0, where both rank
-alike, and now and then large). With these settings the number named reaches ±W in at least
-80% of draws on TREC DL 2019, for one interval or several (``benchmarks/bench_plan.py``).
+times :func:`margin`, the :data:`ASSURANCE` quantile (:data:`ASSURANCE_HUMAN`,
+:data:`ASSURANCE_PAIR`, :data:`ASSURANCE_HUMAN_PAIR` for the others) of the ratio of a fresh
+sample's variance to the pilot's — an F law whose degrees of freedom allow for heavy tails:
+excess kurtosis :data:`KURTOSIS_RUN` for a run's human − LLM error, :data:`KURTOSIS_HUMAN`
+for its human NDCG, and :data:`KURTOSIS_PAIR` for a difference between two runs (mostly near
+0, where both rank alike, and now and then large); :func:`settings` picks them. They are
+tuned so that the number named for several runs at once reaches ±W in about 80–90% of draws
+on TREC DL 2019 (``benchmarks/bench_plan.py``; the measured table is in the docs' planning
+page), not far more: a plan that always over-asks costs people hours.
 
 Pure numpy/scipy. Usage::
 
@@ -39,15 +42,39 @@ from numpy.typing import ArrayLike, NDArray
 
 LEVEL = 0.95
 """The level of the intervals planned for."""
-ASSURANCE = 0.8
-"""The quantile of the variance ratio planned for (see the module's text)."""
+ASSURANCE = 0.7
+"""The quantile of the variance ratio planned for, for PPI (see the module's text)."""
 KURTOSIS_RUN = 1.0
 """The excess kurtosis assumed for per-query values of one run (NDCG, human − LLM NDCG)."""
 KURTOSIS_PAIR = 6.0
 """The excess kurtosis assumed for per-query differences between two runs."""
+ASSURANCE_HUMAN = 0.65
+"""The quantile of the variance ratio planned for, for the human-only interval of a run."""
+ASSURANCE_PAIR = 0.75
+"""The same for the PPI interval of a difference between two runs."""
+ASSURANCE_HUMAN_PAIR = 0.72
+"""The same for the human-only interval of a difference between two runs."""
+KURTOSIS_HUMAN = 1.0
+"""The excess kurtosis assumed for a run's human NDCG per query (the human-only interval)."""
 TARGET = 0.8
-"""The share of draws of the number named that reach ±W, as measured (the bar the settings
-above were tuned to)."""
+"""The smallest share of draws of the number named that reach ±W, as measured (the bar the
+settings above were tuned to)."""
+TARGET_WORDS = "about 80–90%"
+"""The measured share of draws of the number named that reach ±W, in words."""
+
+
+def settings(kind: str, pair: bool = False) -> tuple[float, float]:
+    """``(assurance, kurtosis)`` of the margin for an interval of ``kind`` (``"ppi"`` or
+    ``"human_only"``) of a run, or with ``pair`` of a difference between two runs.
+
+    Usage: ``queries_needed(x, 43, 0.05, **dict(zip(("assurance", "kurtosis"),
+    settings("ppi"))))``
+    """
+    if kind not in ("ppi", "human_only"):
+        raise ValueError(f"kind must be 'ppi' or 'human_only', got {kind!r}")
+    if pair:
+        return (ASSURANCE_PAIR if kind == "ppi" else ASSURANCE_HUMAN_PAIR), KURTOSIS_PAIR
+    return (ASSURANCE, KURTOSIS_RUN) if kind == "ppi" else (ASSURANCE_HUMAN, KURTOSIS_HUMAN)
 MIN_LABELLED = 5
 """Fewer labelled queries than this say too little about the spread to plan from."""
 
@@ -209,7 +236,7 @@ def _search(sd: float, n0: int, n_total: int | None, w: float, level: float,
 
 
 def queries_to_resolve(sample: ArrayLike, n_total: int | None, delta: float, *,
-                       level: float = LEVEL, assurance: float = ASSURANCE,
+                       level: float = LEVEL, assurance: float = ASSURANCE_PAIR,
                        kurtosis: float = KURTOSIS_PAIR) -> Need:
     """How many labelled queries would likely resolve a difference between two runs: the
     :func:`queries_needed` for an interval narrower than the observed ``|delta|`` (so that it

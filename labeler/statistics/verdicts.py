@@ -121,21 +121,6 @@ class Significance:
             out.append(item)
         return out
 
-    def planning_line(self) -> str | None:
-        """How many more randomly drawn human-judged queries would halve the PPI intervals
-        (median over runs), or None without PPI."""
-        if not self.ppi_runs:
-            return None
-        more = [m for e in self.ppi_runs.values() if e.ci is not None
-                and (m := ppilib.more_to_halve(e.n_labelled, e.n_labelled + e.n_unlabelled))
-                is not None]
-        if not more:
-            return None
-        n_lab = max(e.n_labelled for e in self.ppi_runs.values())
-        return (f"Judging about {int(np.median(more))} more randomly drawn queries by hand "
-                f"(on top of {n_lab}) would halve the PPI intervals, if the LLM's errors "
-                f"stay as spread as they are.")
-
 
 def _ppi_pair(cols: Mapping[str, np.ndarray], i: int) -> dict[str, Any]:
     def ci(lo: str, hi: str) -> list[float] | None:

@@ -3,15 +3,21 @@ labels do to that — on the queries every run scores under both label sets, and
 many there are. A difference is called real only where its Holm-adjusted test says so;
 "unresolved" is no evidence of a difference, which is not evidence of equality.
 
+With ``--ppi`` the headline is PPI's (:func:`ppi_headline`): the best set, and what the LLM
+labels alone do to it and to the differences PPI shows real.
+
 Usage::
 
-    from labeler.statistics.words import headline
+    from labeler.statistics.words import headline, ppi_headline
     headline(comparison.runs, comparison.significance)
+    ppi_headline(comparison.to_dict())
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -97,3 +103,132 @@ def headline(means: pd.DataFrame, sig: Significance) -> str:
     else:
         third = "and neither label set finds a real difference"
     return f"{first}; {second} {third}."
+
+
+BEST_SET_HOW = "simultaneous 95% intervals of the prediction-powered pair differences"
+"""How the best set is chosen, in the headline's words."""
+
+
+def ppi_headline(data: Mapping[str, Any]) -> str:
+    """The headline with ``--ppi``, from the comparison's plain data (``runs`` with their
+    ``ppi`` estimates and LLM means, ``pairs`` with their PPI verdicts, ``ranking`` with its
+    ``best_set`` when it has one): on how many queries (and how many labelled by people),
+    which run is best — the best set, named; without one, the highest estimate and the runs
+    it is shown to beat — and what the LLM labels alone do to that and to the differences
+    PPI shows real.
+
+    Usage: ``ppi_headline(comparison.to_dict())`` → ``"On the 43 queries, 10 of them
+    labelled by people at random, the best run is one of A and B (...); ..."``
+    """
+    runs: Mapping[str, Mapping[str, Any]] = data.get("runs") or {}
+    est = _finite_values({t: (r.get("ppi") or {}).get("estimate") for t, r in runs.items()})
+    if not runs:
+        return "No run to compare."
+    scope = _ppi_scope(runs)
+    if not est:
+        return f"{scope}, no run has a prediction-powered estimate."
+    leader = min(est, key=lambda t: (-est[t], t))
+    if len(runs) < 2:
+        return f"{scope}: only one run ({leader}), so there is no order to compare."
+    best: list[str] = list((data.get("ranking") or {}).get("best_set") or [])
+    resolved = []  # (winner, loser) of every pair PPI resolves
+    for p in data.get("pairs") or ():
+        v = (p.get("ppi") or {}).get("verdict")
+        if v in ("a-better", "b-better"):
+            resolved.append((p["a"], p["b"]) if v == "a-better" else (p["b"], p["a"]))
+    if best:
+        names = sorted(best, key=lambda t: (-est.get(t, -1.0), t))
+        first = (f"{scope}, {names[0]} is the best run (no other run is shown to beat it: "
+                 f"{BEST_SET_HOW})" if len(names) == 1 else
+                 f"{scope}, the best run is one of {_join(_few(names))} (no other run is "
+                 f"shown to beat them: {BEST_SET_HOW})")
+    else:
+        ahead = sum(1 for w, _ in resolved if w == leader)
+        others = len(runs) - 1
+        of = ("the other run" if others == 1 else f"all {others} other runs" if ahead == others
+              else f"{ahead} of the {others} other runs")
+        first = (f"{scope}, {leader} has the highest prediction-powered estimate"
+                 + (f" and is ahead of {of} by a real difference" if ahead else
+                    ", but no difference between it and another run is real at this sample "
+                    "size (no evidence of a difference, which is not evidence of none)"))
+    llm = _finite_values({t: r.get("llm") for t, r in runs.items()})
+    if llm:
+        llm_first = min(llm, key=lambda t: (-llm[t], t))
+        inside = bool(best) and llm_first in best
+        second = (f"the LLM labels alone also put {llm_first} first" if (
+            (best and len(best) == 1 and inside) or (not best and llm_first == leader)) else
+            f"the LLM labels alone put {llm_first} first"
+            + (" (one of them)" if inside else ""))
+    else:
+        second = "the LLM labels give no run a mean"
+    reversed_ = sum(1 for w, lo in resolved if (_llm_difference(data, w, lo) or 0.0) < 0)
+    if not resolved:
+        third = "and PPI shows no difference between two runs real at this sample size"
+    elif reversed_:
+        what = _plural(len(resolved), "difference", "differences")
+        third = ("and reverse " + (f"{reversed_} of the {what}" if reversed_ < len(resolved)
+                                   else "the one difference" if reversed_ == 1
+                                   else "both differences" if reversed_ == 2
+                                   else f"all {reversed_} differences") + " PPI shows real")
+    else:
+        third = ("and agree with " + ("the one difference" if len(resolved) == 1 else
+                                      f"all {len(resolved)} differences") + " PPI shows real")
+    return f"{first}; {second} {third}."
+
+
+def _llm_difference(data: Mapping[str, Any], first: str, second: str) -> float | None:
+    """LLM NDCG of ``first`` minus ``second`` on the queries both score (0 where a run's LLM
+    labels have no relevant chunk, as PPI counts it); the runs' LLM means without
+    ``per_query``."""
+    pq: Mapping[str, Mapping[str, Mapping[str, Any]]] = data.get("per_query") or {}
+    if first in pq and second in pq:
+        shared = set(pq[first]) & set(pq[second])
+        diffs = [(pq[first][q].get("llm") or 0.0) - (pq[second][q].get("llm") or 0.0)
+                 for q in shared]
+        return sum(diffs) / len(diffs) if diffs else None
+    runs = data.get("runs") or {}
+    a, b = _finite((runs.get(first) or {}).get("llm")), _finite((runs.get(second) or {}).get("llm"))
+    return None if a is None or b is None else a - b
+
+
+def _ppi_scope(runs: Mapping[str, Mapping[str, Any]]) -> str:
+    """``"On the 43 queries, 10 of them labelled by people at random"`` (ranges when the
+    runs cover different queries)."""
+    sizes = set()
+    for r in runs.values():
+        p = r.get("ppi") or {}
+        if p.get("n_labelled") is not None and p.get("n_unlabelled") is not None:
+            sizes.add((int(p["n_labelled"]), int(p["n_labelled"]) + int(p["n_unlabelled"])))
+    if not sizes:
+        return "On the queries the LLM labels cover"
+    if len(sizes) == 1:
+        (n, big_n), = sizes
+        return (f"On the {_plural(big_n, 'query', 'queries')}, {n} of them labelled by people "
+                f"at random")
+    ns, big = sorted(n for n, _ in sizes), sorted(b for _, b in sizes)
+    return (f"On each run's own queries ({big[0]}–{big[-1]}, of which {ns[0]}–{ns[-1]} "
+            f"labelled by people at random)")
+
+
+def _few(names: list[str], most: int = 8) -> list[str]:
+    return names if len(names) <= most else [*names[:most], f"{len(names) - most} more"]
+
+
+def _finite_values(values: Mapping[str, Any]) -> dict[str, float]:
+    """The finite ones of ``values``, as floats."""
+    out = {}
+    for tag, v in values.items():
+        f = _finite(v)
+        if f is not None:
+            out[tag] = f
+    return out
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None

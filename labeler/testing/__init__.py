@@ -3,8 +3,9 @@
 Real HTTP on 127.0.0.1 (ephemeral port): ``POST /v1/chat/completions`` and ``GET /v1/models``.
 The grade it answers is deterministic (``FakeLLMServer.grade_for``: sha256 of the messages'
 text mod 4, or ``grade_fn(text)``); faults are decided per (prompt text, attempt number) from
-the seed, so concurrency never changes the outcome. Needs ``aiohttp`` (the ``test`` extra),
-imported only when a server starts.
+the seed, so concurrency never changes the outcome. ``fingerprint``, ``reported_model`` and
+``shift`` (a share of pairs answered with another grade) simulate a silent judge change.
+Needs ``aiohttp`` (the ``test`` extra), imported only when a server starts.
 
 Usage::
 

@@ -22,7 +22,8 @@ def serve_forever(args: argparse.Namespace) -> None:
         args.latency, FaultPlan.from_json(args.faults), args.answer_style, args.structured,
         args.seed, None, args.api_key, tuple(args.models.split(",")) if args.models else None,
         args.sample_noise, not args.no_record, args.echo_key, args.revoke_after,
-        args.die_after))
+        args.die_after, None if args.no_fingerprint else args.fingerprint, args.reported_model,
+        args.shift, args.shift_seed))
     loop = asyncio.new_event_loop()
     runner, port = loop.run_until_complete(serve_app(state, args.host, args.port))
     print(f"http://{args.host}:{port}/v1", flush=True)
@@ -62,6 +63,15 @@ def main(argv: list[str] | None = None) -> None:
                        help="refuse the key (401) after this many answers")
     serve.add_argument("--die-after", type=int, default=None,
                        help="drop every connection after this many answers")
+    serve.add_argument("--fingerprint", default="fake",
+                       help="the system_fingerprint answers report")
+    serve.add_argument("--no-fingerprint", action="store_true",
+                       help="answers report no system_fingerprint")
+    serve.add_argument("--reported-model", default=None,
+                       help="the model answers report (default: the one asked for)")
+    serve.add_argument("--shift", type=float, default=0.0,
+                       help="share of pairs whose grade is changed (a silent judge change)")
+    serve.add_argument("--shift-seed", type=int, default=1, help="which pairs --shift changes")
     serve.add_argument("--watch-stdin", action="store_true", help="exit when stdin closes")
     serve.add_argument("--max-seconds", type=float, default=0.0, help="exit after this long")
     args = parser.parse_args(argv)

@@ -178,7 +178,8 @@ def completion(b: Behaviour, body: dict[str, Any], text: str, grade: int, attemp
     completion_tokens = sum(max(1, len(c["message"]["content"]) // 4) for c in choices)
     return {"id": f"chatcmpl-fake-{attempt}-{rng.getrandbits(32):08x}",
             "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model") or DEFAULT_MODEL, "system_fingerprint": "fake",
+            "model": b.reported_model or body.get("model") or DEFAULT_MODEL,
+            "system_fingerprint": b.fingerprint,
             "choices": choices,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens}}

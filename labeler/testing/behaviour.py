@@ -104,6 +104,16 @@ def default_grade(messages_or_text: str | list[dict[str, Any]]) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") % 4
 
 
+def shifted_grade(grade: int, text: str, share: float, seed: int) -> int:
+    """``grade``, or for a ``share`` of prompt texts (drawn by ``seed``) another grade."""
+    if share <= 0.0:
+        return grade
+    rng = seeded_rng(seed, "shift", text)
+    if rng.random() >= share:
+        return grade
+    return (grade + rng.randint(1, 3)) % 4
+
+
 def render_answer(grade: int, style: str) -> str:
     """The answer text of a judge that decided ``grade``, in one of ``ANSWER_STYLES``."""
     as_json = json.dumps({"grade": grade, "rationale": RATIONALE})
@@ -206,6 +216,10 @@ class Behaviour:
     ``echo_key``: a 401 repeats the Authorization header it got (as careless servers do).
     ``revoke_after``: after that many 200 answers, the key is refused (401) from then on.
     ``die_after``: after that many 200 answers, every connection is dropped unanswered.
+    ``fingerprint`` / ``reported_model``: the ``system_fingerprint`` and ``model`` its answers
+    report (``reported_model`` None: the model asked for; ``fingerprint`` None: none given).
+    ``shift``: the share of pairs (by prompt text, drawn with ``shift_seed``) whose grade is
+    changed to another one — a silent change of the judge behind the endpoint.
     """
 
     latency: float
@@ -221,8 +235,14 @@ class Behaviour:
     echo_key: bool = False
     revoke_after: int | None = None
     die_after: int | None = None
+    fingerprint: str | None = "fake"
+    reported_model: str | None = None
+    shift: float = 0.0
+    shift_seed: int = 1
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.shift <= 1.0:
+            raise ConfigError(f"shift is a share of pairs in [0, 1], got {self.shift}")
         if self.answer_style not in ANSWER_STYLES:
             raise ConfigError(f"answer_style must be one of {ANSWER_STYLES}, "
                               f"got {self.answer_style!r}")

@@ -33,6 +33,7 @@ class FakeLLMServer:
 
         with FakeLLMServer(answer_style="plain", faults=FaultPlan(fail_first=1)) as srv:
             ...  # point any OpenAI client at srv.base_url
+            srv.set(fingerprint="fp-2", shift=0.3)  # a silent change of the judge behind it
     """
 
     def __init__(self, latency: float = 0.0, faults: FaultPlan | None = None,
@@ -40,14 +41,16 @@ class FakeLLMServer:
                  grade_fn: Callable[[str], int] | None = None, api_key: str | None = None,
                  in_process: bool = True, *, models: list[str] | None = None,
                  sample_noise: float = 0.0, record: bool = True, echo_key: bool = False,
-                 revoke_after: int | None = None, die_after: int | None = None) -> None:
+                 revoke_after: int | None = None, die_after: int | None = None,
+                 fingerprint: str | None = "fake", reported_model: str | None = None,
+                 shift: float = 0.0, shift_seed: int = 1) -> None:
         if grade_fn is not None and not in_process:
             raise ConfigError("grade_fn needs in_process=True (a function cannot cross "
                               "into the server subprocess)")
         self.state = ServerState(Behaviour(
             latency, faults or FaultPlan(), answer_style, structured, seed, grade_fn, api_key,
             tuple(models) if models else None, sample_noise, record, echo_key, revoke_after,
-            die_after))
+            die_after, fingerprint, reported_model, shift, shift_seed))
         self.in_process = in_process
         # the Batch API (/v1/files, /v1/batches); a subprocess server's is reached through
         # the controller
@@ -162,7 +165,13 @@ class FakeLLMServer:
                "--latency", str(b.latency), "--answer-style", b.answer_style,
                "--structured", b.structured, "--seed", str(b.seed),
                "--faults", json.dumps(asdict(b.faults)), "--sample-noise", str(b.sample_noise),
-               "--watch-stdin"]
+               "--shift", str(b.shift), "--shift-seed", str(b.shift_seed), "--watch-stdin"]
+        if b.fingerprint is not None:
+            cmd += ["--fingerprint", b.fingerprint]
+        else:
+            cmd += ["--no-fingerprint"]
+        if b.reported_model is not None:
+            cmd += ["--reported-model", b.reported_model]
         if b.api_key is not None:
             cmd += ["--api-key", b.api_key]
         if b.models:

@@ -17,7 +17,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from labeler.errors import ConfigError
-from labeler.testing.behaviour import Behaviour, FaultPlan, default_grade
+from labeler.testing.behaviour import Behaviour, FaultPlan, default_grade, shifted_grade
 
 
 class ServerState:
@@ -35,9 +35,10 @@ class ServerState:
         self.batches: Any = None
 
     def grade(self, text: str) -> int:
-        """The grade the server decides for a prompt's text."""
-        fn = self.behaviour.grade_fn
-        return int(fn(text)) if fn else default_grade(text)
+        """The grade the server decides for a prompt's text (shifted for ``shift`` of them)."""
+        b = self.behaviour
+        grade = int(b.grade_fn(text)) if b.grade_fn else default_grade(text)
+        return shifted_grade(grade, text, b.shift, b.shift_seed)
 
     def next_attempt(self, text: str) -> int:
         """How many times this prompt text has been asked, this time included."""
