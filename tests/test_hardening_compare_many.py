@@ -82,3 +82,27 @@ def test_outputs_say_how_many_swap_when_only_the_largest_are_listed(
     assert rep.exit_code == 0, rep.output
     assert "The largest 1 of 3" in (tmp_path / "rep" / "report.md").read_text()
     assert "(the largest 1 listed)" in (tmp_path / "rep" / "report.html").read_text()
+
+
+def test_with_ppi_the_report_lists_only_the_largest_swaps_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dl19kit import lexical_slice
+
+    from labeler.report import comparison as report
+    from labeler.report.comparison import write_report
+    from labeler.statistics.verdicts import StatsOptions
+
+    data = lexical_slice()
+    human = data["human"]
+    picked = sorted(human["query_id"].unique())[:7]
+    c = compare(human=human.loc[human["query_id"].isin(picked)], llm=data["llm"],
+                runs=data["runs"], stats=StatsOptions(ppi=True, bootstrap=0))
+    everything = report._ppi_order_context(c.to_dict())
+    if everything["n_swaps"] < 2:
+        pytest.skip("this slice orders the runs the same way under PPI and the LLM")
+    monkeypatch.setattr(report, "SWAPS_LISTED", 1)
+    capped = report._ppi_order_context(c.to_dict())
+    assert capped["n_swaps"] == everything["n_swaps"] and len(capped["swaps"]) == 1
+    write_report(c, tmp_path / "rep")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert f"The largest 1 of {everything['n_swaps']}" in md
