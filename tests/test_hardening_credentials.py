@@ -140,3 +140,14 @@ def test_batch_state_files_and_messages_hold_no_password_with_an_at_sign(
     assert list((tmp_path / "cache" / "batches").glob("*.json")), res.output
     assert not _leaks(res.output)
     assert _files_leaking(tmp_path) == {}
+
+
+@pytest.mark.parametrize("spelling", [SPELLINGS[1], SPELLINGS[2]])
+def test_probe_says_nothing_of_the_credentials(tmp_path: Path, spelling: str) -> None:
+    with FakeLLMServer(api_key="the-right-key-123") as srv:  # refuses: the error names the URL
+        host = srv.base_url.removeprefix("http://").removesuffix("/v1")
+        res = CliRunner().invoke(main, ["probe", "--model", "fake-judge", "--base-url",
+                                        spelling.format(host=host), "--pairs", "2",
+                                        "--no-cache", "--max-retries", "0"])
+    assert res.exit_code == 2, res.output
+    assert not _leaks(res.output) and "[redacted]" in res.output
