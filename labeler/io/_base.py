@@ -361,11 +361,31 @@ def require_columns(df: pd.DataFrame, cols: tuple[str, ...], path: PathLike,
                          path=path)
 
 
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _only_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> None:
+    """A column of Python objects (a caller's frame) holding bytes or a string with a lone
+    surrogate (which no file can hold) is refused, naming the row — never judged or written
+    as its ``repr``."""
+    if series.dtype != object:
+        return
+    for i, value in enumerate(series.to_numpy()):
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            raise InputError(f"'{col}' holds bytes ({bytes(value)[:40]!r}), not text: decode "
+                             "them first, e.g. df[col].str.decode('utf-8')", path=path, **loc(i))
+        if isinstance(value, str) and _LONE.search(value):
+            raise InputError(f"'{col}' holds a lone surrogate ({value[:40]!r}), which is not "
+                             "text any file can hold: fix the decoding (errors='replace')",
+                             path=path, **loc(i))
+
+
 def as_id(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
     """Ids as strings: numbers written without '.0', empty or missing ids refused.
 
     Usage: ``df["query_id"] = as_id(df["query_id"], "query_id", path, loc)``
     """
+    _only_text(series, col, path, loc)
     if series.dtype.kind == "f":
         bad = series.isna() | (series != np.floor(series))
         if bad.any():
@@ -399,6 +419,7 @@ def as_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Ser
 
     Usage: ``df["query"] = as_text(df["query"], "query", path, loc)``
     """
+    _only_text(series, col, path, loc)
     missing = series.isna()
     if missing.any():
         i = int(np.flatnonzero(missing.to_numpy())[0])
