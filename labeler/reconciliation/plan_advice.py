@@ -36,7 +36,7 @@ def resolve_advice(per_query: pd.DataFrame, pairs: list[dict[str, Any]], *,
                    ) -> tuple[dict[str, Any], ...]:
     """For each pair of ``pairs`` (``labeler compare --json``'s list) that PPI leaves
     unresolved: how many labelled queries of the pair's own would likely resolve it — the
-    pair planned as ``labeler plan --pairs`` plans it
+    pair planned as ``labeler plan --per-pair`` plans it
     (:func:`~labeler.reconciliation.plan.plan_target`), for a ± below the difference seen —
     and the ± the labelled queries give now. ``population``: each run's queries;
     ``labelled``: the whole queries with human labels.
