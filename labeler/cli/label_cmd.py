@@ -56,7 +56,8 @@ Examples:
               help="With --run: leave out pooled chunks (and queries) that have no text in "
                    "--corpus (--queries), and say how many, instead of stopping at the first.")
 @format_option("pairs", "queries", "corpus", "run")
-@click.option("--input-format", "input_fmt", multiple=True, hidden=True)
+@click.option("--input-format", "input_fmt", multiple=True, hidden=True, metavar="[INPUT=]FORMAT",
+              help="Older spelling of --format (hidden; says so when used).")
 @judge_options()
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Cache directory [env LABELER_CACHE_DIR; default ~/.cache/labeler].")

@@ -135,6 +135,7 @@ def deprecated_alias(old: str, dest: str, new: str, *,
                 kwargs[dest] = convert(value) if convert else value
             return fn(*args, **kwargs)
 
+        option.setdefault("help", f"Older spelling of {new} (hidden; says so when used).")
         return click.option(old, hidden_name, hidden=True, **option)(wrapper)
 
     return decorate
