@@ -130,7 +130,7 @@ def runnable_blocks(page: Path) -> list[str]:
 
 # Pages whose examples have a test of their own (it needs optional libraries, or state that
 # must not be set up twice in one process): that test runs them, not the loop below.
-OWN_TEST = {DOCS / "ecosystem.md": ROOT / "tests" / "test_ecosystem_docs.py"}
+OWN_TEST = {DOCS / "guide" / "ecosystem.md": ROOT / "tests" / "test_ecosystem_docs.py"}
 PAGES = sorted(p for p in [ROOT / "README.md", *DOCS.rglob("*.md")] if p not in OWN_TEST)
 
 
@@ -158,14 +158,14 @@ def test_python_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Mon
         exec(code, namespace)  # the documentation's own examples
 
 
-API_PAGE = DOCS / "api.md"
+API_PAGES = sorted((DOCS / "api").glob("*.md"))
 
 
 def test_every_public_name_of_the_api_reference_resolves() -> None:
     """The API reference is generated from each package's ``__all__``: every name must import
     (a lazy name pointing at the wrong module breaks the reference and the user's import)."""
-    packages = re.findall(r"^<!-- api(?:-index)?: ([\w.]+) -->$",
-                          API_PAGE.read_text(encoding="utf-8"), re.M)
+    packages = [p for page in API_PAGES for p in re.findall(
+        r"^<!-- api(?:-index)?: ([\w.]+) -->$", page.read_text(encoding="utf-8"), re.M)]
     assert "labeler" in packages and "labeler.scoring" in packages
     broken = []
     for package in packages:
@@ -176,3 +176,24 @@ def test_every_public_name_of_the_api_reference_resolves() -> None:
             except (AttributeError, ImportError) as exc:
                 broken.append(f"{package}.{name}: {exc}")
     assert not broken, broken
+
+
+def test_the_api_reference_has_one_page_per_package_each_in_the_nav() -> None:
+    """Every package of the reference has its own page (no one huge page), listed in the nav
+    and in the index page, and every package under labeler/ with public names has one."""
+    import sys
+
+    sys.path.insert(0, str(DOCS))
+    try:
+        hooks = importlib.import_module("hooks")
+    finally:
+        sys.path.remove(str(DOCS))
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    index = (DOCS / "api" / "index.md").read_text(encoding="utf-8")
+    for package in hooks.PACKAGES:
+        page = DOCS / "api" / f"{package.rsplit('.', 1)[-1]}.md"
+        assert page.read_text(encoding="utf-8").strip() == f"<!-- api: {package} -->", page
+        assert f"api/{page.name}" in nav and f"]({page.name})" in index, page
+    packages = {f"labeler.{p.parent.name}" for p in (ROOT / "labeler").glob("*/__init__.py")
+                if getattr(importlib.import_module(f"labeler.{p.parent.name}"), "__all__", None)}
+    assert packages - {"labeler.cli"} <= set(hooks.PACKAGES)
