@@ -197,3 +197,49 @@ def test_the_api_reference_has_one_page_per_package_each_in_the_nav() -> None:
     packages = {f"labeler.{p.parent.name}" for p in (ROOT / "labeler").glob("*/__init__.py")
                 if getattr(importlib.import_module(f"labeler.{p.parent.name}"), "__all__", None)}
     assert packages - {"labeler.cli"} <= set(hooks.PACKAGES)
+
+
+def _docs_module(name: str):  # type: ignore[no-untyped-def]
+    import sys
+
+    sys.path.insert(0, str(DOCS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(DOCS))
+
+
+def test_the_architecture_graph_is_the_code_s_own_imports() -> None:
+    """docs/architecture.md's graph is the one the imports draw today (redraw it with
+    ``python docs/import_graph.py``), and each arrow is an import a reader can find."""
+    graph = _docs_module("import_graph")
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    shown = graph.BLOCK.search(page)
+    assert shown is not None, "docs/architecture.md lost its <!-- import-graph --> block"
+    assert shown.group(2) == graph.mermaid(), "stale graph: run python docs/import_graph.py"
+    arrows = re.findall(r"^    (\w+) --> (\w+)$", shown.group(2), re.M)
+    assert ("cli", "pipeline") in arrows and ("reconciliation", "scoring") in arrows
+    for a, b in arrows:   # each arrow: a source line of package a importing package b
+        sources = [p.read_text(encoding="utf-8") for p in (ROOT / "labeler" / a).rglob("*.py")]
+        sources += [(ROOT / "labeler" / f"{a}.py").read_text(encoding="utf-8")] if (
+            ROOT / "labeler" / f"{a}.py").is_file() else []
+        names = b if b != "core" else r"(errors|schema|settings|fmt|redact|_\w+|tdist)"
+        target = rf"^\s*(from|import) labeler\.{names}\b|^\s*from labeler import .*\b{names}\b"
+        assert any(re.search(target, s, re.M) for s in sources), (a, b)
+    level = graph.floors(graph.edges())
+    assert all(level[a] > level[b] for a, b in graph.edges()), "an import runs back up"
+
+
+def test_the_api_reference_shows_each_parameter_of_a_function() -> None:
+    """docs/griffe_params.py gives mkdocstrings a parameter per argument of the signature
+    (the docstrings are prose), with its type and default, and keeps a documented one."""
+    griffe = pytest.importorskip("griffe", reason="the docs extra is not installed")
+    ext = _docs_module("griffe_params")
+    mod = griffe.load("labeler.scoring.results", docstring_parser="sphinx",
+                      extensions=griffe.load_extensions(ext.SignatureParameters()))
+    func = mod["score"]
+    sections = func.docstring.parse("sphinx")
+    params = {p.name: p for s in sections if s.kind.value == "parameters" for p in s.value}
+    assert list(params) == [p.name for p in func.parameters]
+    assert params["k"].value == "None" and params["engine"].value == "'memory'"
+    assert params["engine"].description == "By keyword."
