@@ -15,7 +15,10 @@ _._consistent, _._not_a_key, _._one_batch_mode
 mean_absolute_difference  # a field of the agreement figures model
 
 # the context-manager protocol: __exit__'s arguments
-exc_type
+exc_type, tb
+
+# diskcache's Disk interface: remove(file_path), overridden to do nothing
+file_path
 
 # attributes set on library objects (Ray Data's execution options, aiohttp's response)
 _.preserve_order, _.content_type, _.content_length

@@ -157,6 +157,8 @@ def paths(tmp: Path, qrels: list[tuple[str, str, int]], runs: dict[str, Run],
                           stats=StatsOptions(bootstrap=20)).to_dict()   # the means only
     bad = False
     for s, per_q in want.items():
+        if not per_q:   # no query of this run is judged
+            continue
         mean = float(np.mean([v[10] for v in per_q.values()]))
         got = cmp["runs"].get(s, {})
         if got.get("human") is not None and (abs(got["human"] - mean) > 1e-9

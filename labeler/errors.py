@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from labeler.redact import redact
+
 
 class LabelerError(Exception):
     """Base of all labeler errors; ``exit_code`` is what the CLI exits with."""
@@ -18,8 +20,8 @@ class LabelerError(Exception):
 
     def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None,
                  line: int | None = None, row: int | None = None) -> None:
-        self.message = message
-        self.path = str(path) if path is not None else None
+        self.message = redact(message)  # a URL or a key quoted anywhere never shows
+        self.path = redact(str(path)) if path is not None else None
         self.line = line
         self.row = row
         super().__init__(self._render())
@@ -61,6 +63,13 @@ class ConfigError(LabelerError):
 
 class EndpointError(LabelerError):
     """The LLM endpoint refused the job: unreachable, 401/403/404, bad request (exit 2)."""
+
+    exit_code = 2
+
+
+class OutputError(LabelerError):
+    """An output cannot be written: the disk is full or over quota (exit 2); nothing
+    half-written is left."""
 
     exit_code = 2
 

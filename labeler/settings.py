@@ -23,12 +23,14 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
                       model_validator)
 
 from labeler.errors import ConfigError
+from labeler.redact import redact
 
 __all__ = ["BootstrapConfig", "JudgeConfig", "Structured", "judge_config"]
 
 Structured = Literal["auto", "json_schema", "json_object", "text"]
 Server = Literal["auto", "openai", "vllm", "llamacpp", "ollama"]
 Engine = Literal["local", "ray"]
+_URLS = ("base_url", "ray_address")
 
 
 def _cli(**extra: Any) -> dict[str, Any]:
@@ -139,6 +141,11 @@ class JudgeConfig(BaseModel):
         if ray_only and self.engine != "ray":
             raise ValueError(f"`{ray_only[0]}` needs `engine` ray")
         return self
+
+    def __repr_args__(self) -> Any:
+        # a notebook shows the config: the base URL's credentials never with it
+        for name, value in super().__repr_args__():
+            yield name, redact(value) if name in _URLS and isinstance(value, str) else value
 
     def judge_options(self) -> dict[str, Any]:
         """The settings the judge object itself takes (not the job's: concurrency, limits)."""

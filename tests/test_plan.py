@@ -62,7 +62,7 @@ def brute_force(x: np.ndarray, n_total: int, w: float, kurtosis: float,
     def df(m: int) -> float:
         return 2 / (2 / (m - 1) + kurtosis / m)
 
-    for n in range(2, n_total):
+    for n in range(planning.MIN_LABELLED, n_total):  # never fewer than PPI needs
         var = s2 * stats.f.ppf(assurance, df(n), df(n0))
         if stats.t.ppf(0.975, n - 1) * math.sqrt((1 - n / n_total) * var / n) <= w:
             return n

@@ -23,7 +23,7 @@ def brute_force(x: np.ndarray, n_total: int | None, w: float, assurance: float,
     def df(m: int) -> float:
         return 2 / (2 / (m - 1) + kurtosis / m)
 
-    for n in range(2, (n_total or top) + 1):
+    for n in range(min(planning.MIN_LABELLED, n_total or top), (n_total or top) + 1):
         if n_total is not None and n >= n_total:
             return n
         var = s2 * stats.f.ppf(assurance, df(n), df(n0))
@@ -94,8 +94,8 @@ def test_too_few_labelled_queries_give_no_number_and_say_why() -> None:
         queries_needed([0.1] * 50, 43, 0.05)
 
 
-def test_no_spread_needs_only_two_queries() -> None:
-    assert queries_needed([0.2] * 8, 43, 0.01).n == 2
+def test_no_spread_needs_only_the_fewest_ppi_takes() -> None:
+    assert queries_needed([0.2] * 8, 43, 0.01).n == planning.MIN_LABELLED
 
 
 def test_resolving_a_pair_asks_for_an_interval_narrower_than_its_difference() -> None:

@@ -89,8 +89,13 @@ class _Group(click.Group):
             click.echo(f"labeler: {redact(text)}", err=True)
             ctx.exit(getattr(exc, "exit_code", 130))
         except Exception as exc:  # anything unexpected: exit 1
+            from labeler.io.writers import full_disk
             from labeler.redact import redact
 
+            full = full_disk(exc)  # a full disk anywhere (an output, a run folder): exit 2
+            if full is not None and not debug:
+                click.echo(f"labeler: error: {full}", err=True)
+                ctx.exit(full.exit_code)
             if debug:
                 traceback.print_exc()
             else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -47,6 +48,7 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
         raise ConfigError("--more extends a sample of whole queries (--unit query)")
     dfile = design_path(from_path)
     design = read_design(dfile)
+    check_design_sheets(design, dfile)
     if labels_path is None:
         if design.labels is None:
             raise ConfigError(f"the design {dfile} does not name its label records; give "
@@ -82,15 +84,41 @@ def sample_more(ctx: click.Context, more: int | None, from_path: Path | None,
                f"simple random sample ({after.left} left) -> {dfile}")
 
 
-def _check_sheet(sheet: Path, drawn: set[str], design_file: Path) -> None:
-    """The sheet given with --from must hold queries the design has drawn."""
+def check_design_sheets(design: Any, design_file: Path) -> None:
+    """A hand-edited ``design.json`` checked against the sheets it names before anything is
+    drawn: its draws add up to ``drawn``, and no sheet holds a query beyond ``drawn`` (a
+    rolled-back ``drawn`` would draw those queries again)."""
+    if design.draws and sum(d.n for d in design.draws) != design.drawn:
+        raise InputError(f"`drawn` is {design.drawn} but its draws add up to "
+                         f"{sum(d.n for d in design.draws)}: the design was edited; restore "
+                         "it or draw a new sample", path=design_file)
+    drawn = set(design.queries)
+    for draw in design.draws:
+        sheet = design_file.parent / draw.sheet if draw.sheet else None
+        if sheet is None or not sheet.is_file():
+            continue
+        ahead = sorted(_sheet_queries(sheet) - drawn)
+        if ahead:
+            raise InputError(f"its sheet {draw.sheet} holds {len(ahead)} queries beyond the "
+                             f"{design.drawn} it says were drawn ({', '.join(ahead[:3])}): "
+                             "was `drawn` rolled back? Drawing now would give them again",
+                             path=design_file)
+
+
+def _sheet_queries(sheet: Path) -> set[str]:
+    """The query ids of a sheet (none when it is not a sheet this can read: then the design
+    alone decides)."""
     from labeler import io
 
     try:
-        ids = set(io.read_table(sheet)[0]["query_id"].astype(str))
+        return set(io.read_table(sheet)[0]["query_id"].astype(str))
     except (KeyError, InputError):
-        return  # not a sheet this can read: the design alone decides
-    stray = sorted(ids - drawn)
+        return set()
+
+
+def _check_sheet(sheet: Path, drawn: set[str], design_file: Path) -> None:
+    """The sheet given with --from must hold queries the design has drawn."""
+    stray = sorted(_sheet_queries(sheet) - drawn)
     if stray:
         raise InputError(f"the sheet has {len(stray)} queries its design {design_file} has not "
                          f"drawn ({', '.join(stray[:3])}): they do not belong together",

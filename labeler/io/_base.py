@@ -345,8 +345,28 @@ def _require_columns(df: pd.DataFrame, cols: tuple[str, ...], path: PathLike,
                          path=path)
 
 
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _only_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> None:
+    """A column of Python objects (a caller's frame) holding bytes or a string with a lone
+    surrogate (which no file can hold) is refused, naming the row — never judged or written
+    as its ``repr``."""
+    if series.dtype != object:
+        return
+    for i, value in enumerate(series.to_numpy()):
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            raise InputError(f"'{col}' holds bytes ({bytes(value)[:40]!r}), not text: decode "
+                             "them first, e.g. df[col].str.decode('utf-8')", path=path, **loc(i))
+        if isinstance(value, str) and _LONE.search(value):
+            raise InputError(f"'{col}' holds a lone surrogate ({value[:40]!r}), which is not "
+                             "text any file can hold: fix the decoding (errors='replace')",
+                             path=path, **loc(i))
+
+
 def _as_id(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
     """Ids as strings: numbers written without '.0', empty or missing ids refused."""
+    _only_text(series, col, path, loc)
     if series.dtype.kind == "f":
         bad = series.isna() | (series != np.floor(series))
         if bad.any():
@@ -376,6 +396,7 @@ whitespace is refused where it matters, when a TREC file is written)."""
 
 
 def _as_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
+    _only_text(series, col, path, loc)
     missing = series.isna()
     if missing.any():
         i = int(np.flatnonzero(missing.to_numpy())[0])

@@ -123,6 +123,15 @@ def conform(df: pd.DataFrame, kind: str, cols: Sequence[str], path: PathLike, wh
     Usage: ``df = conform(raw, "qrels", QRELS_COLUMNS, path, "qrels")``
     """
     given = [str(c) for c in df.columns]
+    twice = sorted({c for c in given if given.count(c) > 1})
+    if twice:
+        raise InputError(f"the column {twice[0]!r} appears twice: rename or drop one", path=path)
+    grade = _ALIASES.get(kind, {}).get("grade", ())
+    if "grade" not in given and not (mapping and "grade" in mapping.values()):
+        both = [a for a in grade if a in given]
+        if len(both) > 1:  # which one is the grade? never picked silently
+            raise InputError(f"both {both[0]!r} and {both[1]!r} could be the grade: rename "
+                             "the one that is to 'grade' (or drop the other)", path=path)
     out = rename_aliases(df, kind, mapping, path=path)
     missing = [c for c in cols if c not in out.columns]
     if missing:
@@ -272,6 +281,9 @@ def _run_of_table(df: pd.DataFrame, path: PathLike, loc: Locator, system: str
         i = int(np.flatnonzero(scores.isna().to_numpy())[0])
         raise InputError(f"{what} must be a number, got {df[what].iloc[i]!r}", path=path,
                          **loc(i))
+    if "system" in df.columns and df["system"].isna().any():  # never the run "None"
+        i = int(np.flatnonzero(df["system"].isna().to_numpy())[0])
+        raise InputError("'system' is empty", path=path, **loc(i))
     out = pd.DataFrame({
         "query_id": _as_id(df["query_id"], "query_id", path, loc),
         "chunk_id": _as_id(df["chunk_id"], "chunk_id", path, loc),

@@ -9,6 +9,7 @@ An id holding whitespace cannot be written to a TREC file (the line would split)
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from labeler.errors import InputError
+from labeler.errors import InputError, OutputError
 from labeler.fmt import clean_text
 from labeler.schema import LABEL_COLUMNS
 from labeler.io._base import PathLike, detect_format
@@ -34,18 +35,39 @@ _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 def atomic_path(path: PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it into place only on success."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        full = full_disk(exc, target)
+        if full is not None:
+            raise full from None
+        raise
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
         os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are shared files
         os.replace(tmp_path, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
+        full = full_disk(exc, target)
+        if full is not None:
+            raise full from None
         raise
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def full_disk(exc: BaseException, path: PathLike | None = None) -> OutputError | None:
+    """The clear error for ``exc`` when it says the disk is full or over quota, else None."""
+    if not isinstance(exc, OSError) or exc.errno not in _FULL:
+        return None
+    where = path if path is not None else exc.filename
+    return OutputError(f"cannot write: the disk is full or over quota ({exc.strerror}); free "
+                       "some space or write elsewhere", path=where)
 
 
 def _umask() -> int:

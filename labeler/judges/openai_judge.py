@@ -31,7 +31,7 @@ import openai
 from labeler.errors import ConfigError, EndpointError, JudgeError
 from labeler.judges.prompts import Prompt, load_prompt
 from labeler.fmt import clean_text
-from labeler.redact import redact
+from labeler.redact import endpoint_name, redact
 from labeler.judges.base import RetryableError, Verdict, cache_key
 from labeler.judges.http_errors import NoAnswer, cause_of, convert_error, fatal_error, pair_specific
 from labeler.judges.parse import (
@@ -160,8 +160,9 @@ class OpenAIJudge:
     @property
     def where(self) -> str:
         """The endpoint, for messages, records and the cache key: the base URL (its user and
-        password masked: they do not change the answer) or api.openai.com."""
-        return redact(self.base_url or "https://api.openai.com/v1").rstrip("/")
+        password and any key in its query masked: they do not change the answer, nor does
+        what the environment holds) or api.openai.com."""
+        return endpoint_name(self.base_url or "https://api.openai.com/v1").rstrip("/")
 
     @property
     def _response_format(self) -> dict[str, Any]:

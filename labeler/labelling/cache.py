@@ -6,7 +6,16 @@ index. The value is the verdict only (grade, rationale, tokens, expected grade) 
 text: never a key, never headers, and never a pickle — a value in any other form (an old
 pickled cache, an entry planted by someone else) is not loaded, it is a miss and is asked
 again. A value that is JSON but not a valid verdict (a grade out of 0–3, a string for a
-grade) is a miss too. Each kind of skipped entry is reported once (:attr:`LabelCache.warnings`).
+grade, nesting deeper than JSON readers take) is a miss too; a rationale is cut to
+:data:`~labeler.judges.parse.MAX_RATIONALE` characters. Each kind of skipped entry is reported
+once (:attr:`LabelCache.warnings`).
+
+A directory shared, synced or unpacked from someone else cannot make labeler touch a file
+outside it: values live in the database only (never as files); a row that names a file
+(``../x``, an absolute path) is dropped, with one warning, before any read or write, and the
+cache library is never let remove or open such a file; settings rows the library does not
+define are dropped and its own are set by labeler on every open; a ``cache.db`` (or its
+``-wal`` / ``-shm``) that is a symbolic link is refused (the job goes on without the cache).
 
 Only successes are stored, each as soon as it is judged, so a job killed at any point loses
 only what was in flight. Several processes may share one directory at the same time
@@ -39,11 +48,21 @@ import diskcache
 from labeler.errors import ConfigError
 from labeler.fmt import clean_text
 from labeler.judges.base import Verdict, cache_key
+from labeler.judges.parse import MAX_RATIONALE
 
 ENV_VAR = "LABELER_CACHE_DIR"
 MIGRATE_HINT = "labeler cache migrate {dir} --trust"
 """The command that converts an old (pickled) cache a user trusts to the JSON form."""
 _TEXT_LIMIT = 1 << 20  # a cached verdict is small; larger values are never stored as files
+_SETTINGS: dict[str, Any] = {
+    "statistics": 0, "tag_index": 0, "eviction_policy": "none", "size_limit": 2**62,
+    "cull_limit": 0, "sqlite_auto_vacuum": 1, "sqlite_cache_size": 2**13,
+    "sqlite_journal_mode": "wal", "sqlite_mmap_size": 2**26, "sqlite_synchronous": 1,
+    "disk_min_file_size": 2**62, "disk_pickle_protocol": 5}
+"""Every setting diskcache reads from its ``Settings`` table, given by labeler on each open (a
+planted value never applies). Never evict: labels cost money (and no culling pass on every
+write: nothing expires); no value is ever large enough to be stored as a file."""
+_FILES = (diskcache.core.DBNAME, f"{diskcache.core.DBNAME}-wal", f"{diskcache.core.DBNAME}-shm")
 
 
 class CacheError(Exception):
@@ -82,6 +101,10 @@ class JSONTextDisk(diskcache.Disk):
             return FOREIGN
         return value
 
+    def remove(self, file_path: str) -> None:
+        """Nothing: labeler stores no files, so a file a row names was planted — possibly
+        ``../x`` or an absolute path — and is never deleted (nor its parent folders)."""
+
     def get(self, key: Any, raw: bool) -> Any:
         if not raw:
             return FOREIGN  # a pickled key: never loaded
@@ -111,6 +134,8 @@ def verdict_of(value: Any) -> Verdict | None:
     if not isinstance(value, dict):
         return None
     grade, rationale = value.get("grade"), value.get("rationale", "")
+    if isinstance(rationale, str):
+        rationale = rationale[:MAX_RATIONALE]  # a planted 20 MB one is not echoed everywhere
     if type(grade) is not int or not 0 <= grade <= 3 or not isinstance(rationale, str):
         return None
     ok_in, tin = _tokens(value.get("input_tokens", 0))
@@ -151,14 +176,21 @@ class LabelCache:
             raise ConfigError(f"cannot create the cache directory ({exc}); set `cache_dir` to "
                               "another directory or turn the cache off (`no_cache`)",
                               path=self.directory) from None
-        try:
-            # Never evict: labels cost money (and no culling pass on every write: nothing
-            # expires). SQLite waits up to 60 s for another writer.
-            self._store = diskcache.Cache(str(self.directory), disk=JSONTextDisk,
-                                          eviction_policy="none", timeout=60,
-                                          size_limit=2**62, cull_limit=0)
+        linked = _linked(self.directory)
+        if linked is not None:
+            self._broken = linked
+            return
+        dropped = _sanitise(self.directory)
+        if dropped:
+            self.warnings.append(
+                f"warning: the cache in {self.directory} held {dropped} entr"
+                f"{'y' if dropped == 1 else 'ies'} naming a file (labeler never stores "
+                "files: planted); dropped, and no file touched")
+        try:  # SQLite waits up to 60 s for another writer
+            self._store = diskcache.Cache(str(self.directory), disk=JSONTextDisk, timeout=60,
+                                          **_SETTINGS)
             self._store._sql("PRAGMA trusted_schema = OFF")
-        except (sqlite3.Error, OSError, diskcache.Timeout) as exc:
+        except (sqlite3.Error, OSError, diskcache.Timeout, TypeError, ValueError) as exc:
             self._open_read_only(exc)
 
     def _open_read_only(self, exc: BaseException) -> None:
@@ -196,8 +228,9 @@ class LabelCache:
             self._skipped("pickled")
             return None
         try:
-            verdict = verdict_of(json.loads(raw)) if isinstance(raw, str) else None
-        except ValueError:
+            verdict = (verdict_of(json.loads(raw))
+                       if isinstance(raw, str) and len(raw) < _TEXT_LIMIT else None)
+        except (ValueError, RecursionError):  # RecursionError: nested a million deep
             verdict = None
         if verdict is None:
             self._skipped("invalid")
@@ -342,6 +375,16 @@ class _ReadOnlyStore:
         self._conn.close()
 
 
+class _TrustedDisk(diskcache.Disk):
+    """diskcache's pickling Disk for :func:`migrate`, which opens and removes no file."""
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        return FOREIGN if filename is not None else super().fetch(mode, filename, value, read)
+
+    def remove(self, file_path: str) -> None:
+        """Nothing (see :meth:`JSONTextDisk.remove`)."""
+
+
 def migrate(directory: str | os.PathLike[str]) -> tuple[int, int]:
     """Convert an old cache (pickled values) in ``directory`` to JSON, in place.
 
@@ -352,25 +395,75 @@ def migrate(directory: str | os.PathLike[str]) -> tuple[int, int]:
     Usage: ``converted, dropped = migrate("~/.cache/labeler")``
     """
     path = Path(directory).expanduser()
+    linked = _linked(path)
+    if linked is not None:
+        raise ConfigError(linked, path=path)
     if not (path / diskcache.core.DBNAME).is_file():
         raise ConfigError("no labeler cache here (no cache.db)", path=path)
-    converted = dropped = 0
+    dropped = _sanitise(path)
+    converted = 0
     try:
-        with diskcache.Cache(str(path), eviction_policy="none", size_limit=2**62,
-                             cull_limit=0) as old:
+        with diskcache.Cache(str(path), disk=_TrustedDisk, **_SETTINGS) as old:
             rows = old._sql("SELECT key FROM Cache WHERE raw = 1 AND mode = ?",
                             (diskcache.core.MODE_PICKLE,)).fetchall()
             for (key,) in rows:
-                verdict = verdict_of(old.get(key))  # the trusted pickle load
+                try:
+                    verdict = verdict_of(old.get(key))  # the trusted pickle load
+                except Exception:  # any value that does not load (too deep, foreign) is dropped
+                    verdict = None
                 if verdict is None:
                     old.delete(key)
                     dropped += 1
                 else:
                     old.set(key, _encode(verdict))  # short text: stored inline, as JSON
                     converted += 1
-    except (sqlite3.Error, OSError, diskcache.Timeout) as exc:
+    except (sqlite3.Error, OSError, diskcache.Timeout, TypeError, ValueError) as exc:
         raise ConfigError(f"cannot migrate the cache ({_why(exc)})", path=path) from None
     return converted, dropped
+
+
+def _linked(directory: Path) -> str | None:
+    """Why the cache in ``directory`` is refused when its database or a journal of it is a
+    symbolic link (SQLite would make whatever file it points at a database)."""
+    for name in _FILES:
+        if (directory / name).is_symlink():
+            return (f"{directory / name} is a symbolic link: labeler opens no cache database "
+                    "through a link; remove it or use another cache directory")
+    return None
+
+
+def _sanitise(directory: Path) -> int:
+    """Drop, before the cache library reads them, what a planted database could turn against
+    labeler: rows that name a file, settings the library does not define, counters that are
+    not whole numbers. Returns how many rows named a file. A database that cannot be written
+    is left as it is (it is then read through :class:`_ReadOnlyStore`, which opens no file)."""
+    db = directory / diskcache.core.DBNAME
+    if not db.is_file():
+        return 0
+    try:
+        conn = sqlite3.connect(str(db), timeout=60, isolation_level=None)
+    except sqlite3.Error:
+        return 0
+    known, counters = [*_SETTINGS, *diskcache.core.METADATA], list(diskcache.core.METADATA)
+    try:
+        conn.execute("PRAGMA trusted_schema = OFF")
+        tables = {row[0] for row in
+                  conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        conn.execute("BEGIN IMMEDIATE")
+        if "Settings" in tables:
+            conn.execute("DELETE FROM Settings WHERE key IS NULL OR key NOT IN "
+                         f"({','.join('?' * len(known))})", known)
+            conn.execute("UPDATE Settings SET value = 0 WHERE typeof(value) != 'integer' AND "
+                         f"key IN ({','.join('?' * len(counters))})", counters)
+        dropped = 0
+        if "Cache" in tables:
+            dropped = conn.execute("DELETE FROM Cache WHERE filename IS NOT NULL").rowcount
+        conn.execute("COMMIT")
+        return max(dropped, 0)
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
 
 
 _FAULTS = (sqlite3.Error, OSError, diskcache.Timeout)

@@ -31,6 +31,7 @@ import logging
 import math
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -62,6 +63,9 @@ DRAIN_S = 3.0
 are still taken in; the actors, stopped too, return the rest at once, unasked."""
 _LOCAL_SYSTEM = {"enable_worker_prestart": False, "prestart_worker_first_driver": False}
 """A local Ray starts no idle workers ahead (each costs ~1 s of CPU): only the actors run."""
+CONNECT_S = 20.0
+"""Seconds to reach a ``ray_address`` before giving up (Ray itself waits minutes)."""
+_DEFAULT_PORTS = {"ray": 10001, "": 6379}
 _QUIET = ("ray", "ray.data", "ray._private", "ray.train", "ray.tune")
 
 
@@ -377,6 +381,8 @@ def _ray_session(cfg: JudgeConfig, actors: int) -> Iterator[Any]:
     job and shut down after it; a Ray already initialised in this process is used as is."""
     ray = _import_ray()
     address = cfg.ray_address or os.environ.get("RAY_ADDRESS") or None
+    if address and not ray.is_initialized():
+        reach(address)
     started = False
     on_term = signal.getsignal(signal.SIGTERM)  # ray.init sets its own (exit through finally)
     quiet = {name: logging.getLogger(name).level for name in _QUIET}
@@ -412,6 +418,41 @@ def _ray_session(cfg: JudgeConfig, actors: int) -> Iterator[Any]:
                 signal.signal(signal.SIGTERM, on_term)
         for name, level in quiet.items():
             logging.getLogger(name).setLevel(level)
+
+
+def reach(address: str, deadline: float | None = None) -> None:
+    """Refuse fast, with a clear error, a ``ray_address`` that cannot be joined: a ``ray://``
+    address without Ray's client installed, or a host and port that take no TCP connection
+    within ``deadline`` seconds (default :data:`CONNECT_S`). ``auto`` and ``local`` are left
+    to Ray."""
+    from urllib.parse import urlsplit
+
+    scheme, _, rest = address.rpartition("://")
+    if address in ("auto", "local") or scheme not in ("", "ray"):
+        return
+    if scheme == "ray":
+        try:
+            import grpc  # noqa: F401 - what ray[client] adds
+        except ImportError:
+            raise ConfigError(f"`ray_address` {redact(address)}: a ray:// address needs "
+                              "Ray's client: pip install 'ray[client]' (labeler[ray] "
+                              "installs it)", setting="ray_address") from None
+    try:
+        parts = urlsplit("//" + rest)
+        host, port = parts.hostname, parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError:
+        host, port = None, 0
+    if not host:
+        raise ConfigError(f"`ray_address` {redact(address)} is not host:port, ray://host:port "
+                          "or auto", setting="ray_address")
+    wait = CONNECT_S if deadline is None else deadline
+    try:
+        socket.create_connection((host, port), timeout=wait).close()
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ConfigError(f"cannot reach the Ray cluster at {redact(address)} within {wait:g} s "
+                          f"({why}); check `ray_address` and that the cluster is up",
+                          setting="ray_address") from None
 
 
 def _tune_data(ray: Any) -> None:

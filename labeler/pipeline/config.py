@@ -289,8 +289,12 @@ def _format_errors(exc: ValidationError) -> str:
 def parse_config(data: dict[str, Any], *, source: str | Path = "<config>",
                  base_dir: str | Path | None = None) -> Config:
     """Validate a config mapping; paths are resolved against ``base_dir`` when given."""
-    try:
-        cfg = Config.model_validate(data)
+    nul = _with_nul(data)
+    if nul is not None:  # no file name, model or variable can hold one: refused, never cut
+        raise ConfigError(f"{nul}: holds a NUL character (\\x00), which no path or name can "
+                          "hold", path=source)
+    try:  # strict, as TOML's own types: `true` is no count, "10" no number (never coerced)
+        cfg = Config.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc), path=source) from None
     if base_dir is None:
@@ -299,6 +303,23 @@ def parse_config(data: dict[str, Any], *, source: str | Path = "<config>",
         return cfg.resolved(base_dir)
     except ConfigError as exc:
         raise ConfigError(exc.message, path=source) from None
+
+
+def _with_nul(value: Any, where: str = "") -> str | None:
+    """The key (``inputs.queries``, ``k[1]``) of the first string holding a NUL, or None."""
+    if isinstance(value, str):
+        return (where or "(top level)") if "\x00" in value else None
+    items: Any = (value.items() if isinstance(value, dict)
+                  else enumerate(value) if isinstance(value, list) else ())
+    for key, item in items:
+        if isinstance(key, str) and "\x00" in key:
+            return f"{where}.{key!r}" if where else repr(key)
+        name = f"{where}[{key}]" if isinstance(key, int) else (f"{where}.{key}" if where
+                                                                 else str(key))
+        found = _with_nul(item, name)
+        if found is not None:
+            return found
+    return None
 
 
 def load_config(path: str | Path) -> Config:

@@ -44,7 +44,8 @@ from labeler.schema import STATUS, STATUS_OK
 from labeler.pipeline.check import check_run
 from labeler.pipeline.inputs import check_certify, check_judge, check_ppi, load_inputs
 from labeler.pipeline.rundir import (INTERRUPTED, PARTIAL, finish_run_dir, hold_lock,
-                                     latest_run, log_to_file, new_run_dir, set_latest)
+                                     latest_run, log_to_file, mark_killed, new_run_dir,
+                                     set_latest)
 
 if TYPE_CHECKING:
     from labeler.reconciliation.comparison import Comparison
@@ -193,6 +194,7 @@ def run_pipeline(cfg: Config, *, config_path: str | Path | None = None,
     check_run(cfg)
     out_dir = Path(cfg.out_dir)
     with hold_lock(out_dir):
+        mark_killed(out_dir)  # a .partial now is a run that died: kept, renamed, reported
         prev_id, prev_labels, prev_scores, prev_manifest = _previous(out_dir)
         run_dir = new_run_dir(out_dir, now)
         failed: BaseException | None = None

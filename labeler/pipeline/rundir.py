@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["LockedError", "accept_run", "finish_run_dir", "hold_lock", "latest_run",
-           "log_to_file", "new_run_dir", "set_latest"]
+           "log_to_file", "mark_killed", "new_run_dir", "set_latest"]
 
 PARTIAL = ".partial"
 INTERRUPTED = ".interrupted"
@@ -95,6 +95,11 @@ def hold_lock(out_dir: Path) -> Iterator[Path]:
         fh.close()  # closing releases the flock
 
 
+KILLED = ".killed"
+"""Suffix given to a ``.partial`` run found by the next run: its process died without a word
+(``kill -9``, a power cut); what it wrote is kept for a look, ``latest`` never points at it."""
+
+
 def new_run_dir(out_dir: Path, now: datetime | None = None) -> Path:
     """Create ``out_dir/runs/<stamp>.partial`` (``<stamp>-2`` … if the second is taken)."""
     runs = out_dir / "runs"
@@ -107,6 +112,33 @@ def new_run_dir(out_dir: Path, now: datetime | None = None) -> Path:
     path = runs / (name + PARTIAL)
     path.mkdir()
     return path
+
+
+def mark_killed(out_dir: Path) -> list[Path]:
+    """Rename every ``runs/<stamp>.partial`` to ``<stamp>.killed`` and report it: called by a
+    run holding the lock, before it starts, any such folder belongs to a run that died
+    without finishing. Returns the new names."""
+    runs = out_dir / "runs"
+    done: list[Path] = []
+    if not runs.is_dir():
+        return done
+    stale = sorted(p for p in runs.glob("*" + PARTIAL) if p.is_dir() and not p.is_symlink())
+    for path in stale:
+        base = path.name.removesuffix(PARTIAL)
+        target, n = runs / (base + KILLED), 1
+        while target.exists():
+            n += 1
+            target = runs / f"{base}-{n}{KILLED}"
+        try:
+            os.replace(path, target)
+        except OSError as exc:
+            log.warning("%s was left by a run that died; it could not be renamed (%s)",
+                        path, exc.strerror)
+            continue
+        log.warning("%s was left unfinished by a run that died (killed, or the machine "
+                    "stopped); kept as %s, which latest never names", path.name, target.name)
+        done.append(target)
+    return done
 
 
 def finish_run_dir(run_dir: Path) -> Path:

@@ -75,7 +75,10 @@ class Comparison:
     - ``most_changed``: ``query_id, query, mean_abs_delta, mean_delta, n_runs, ideal``.
     - ``kendall_tau``/``spearman_rho`` between the two orders of the runs by their shared
       means (None below two).
-    - ``swaps``: the pairs of runs whose order flips.
+    - ``swaps``: the pairs of runs whose order flips — every one up to :data:`SWAPS_LISTED`,
+      else the largest that many (largest: the two gaps, human and LLM, added), largest
+      first; ``n_swaps`` counts them all (thousands of runs: the count stays exact, the list
+      and the memory stay linear in the runs).
     - ``significance``: each run's 95% interval under each label set, pairs of runs tested
       under both label sets on the same queries with a verdict, PPI estimates when asked for
       (:class:`~labeler.statistics.verdicts.Significance`).
@@ -107,10 +110,18 @@ class Comparison:
     """With PPI: the plan for every run's PPI interval to be half as wide as the widest
     now (:func:`labeler.reconciliation.plan_advice.comparison_plan`)."""
 
+    n_swaps: int | None = None
+    """How many pairs of runs swap places (None: ``len(swaps)``, every one listed)."""
+
     @property
     def planning_line(self) -> str | None:
         """The one planning sentence (from :attr:`plan`), or None without PPI."""
         return None if self.plan is None else self.plan.line()
+
+    @property
+    def swap_count(self) -> int:
+        """How many pairs of runs swap places (``swaps`` may list only the largest)."""
+        return len(self.swaps) if self.n_swaps is None else self.n_swaps
 
     # ------------------------------------------------------------------ views
 
@@ -189,8 +200,8 @@ class Comparison:
             "include_empty": self.include_empty,
             "complete": self.complete,
             "order": {"human": list(self.order_human), "llm": list(self.order_llm)},
-            "swaps": {"n": len(self.swaps), "n_pairs": self.n_pairs,
-                      "pairs": [s.to_dict() for s in self.swaps]},
+            "swaps": {"n": self.swap_count, "n_pairs": self.n_pairs,
+                      "listed": len(self.swaps), "pairs": [s.to_dict() for s in self.swaps]},
             "n_queries": {r.system: {"human": int(r.n_queries_human),
                                      "llm": int(r.n_queries_llm)}
                           for r in self.runs.itertuples()},
@@ -310,13 +321,14 @@ def compare(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, k: int = 10,
     if sig.options.ppi and population is not None:
         table = _with_labelled(table, per_query, population, labelled)
     tau, rho = _correlations(table)
-    swaps, n_pairs = _swaps(table)
+    swaps, n_swaps, n_pairs = _swaps(table)
     return Comparison(
         k=k, gain=gain, include_empty=include_empty, runs=table, per_query=per_query,
         ideal=ideal, most_changed=_most_changed(per_query, ideal, texts, top),
         kendall_tau=tau, spearman_rho=rho, swaps=swaps, n_pairs=n_pairs,
         significance=sig, measure=str(by_human.measures[0]) if wanted else None,
-        complete=complete, **_planning(per_query, sig, population, labelled, k))
+        complete=complete, n_swaps=n_swaps,
+        **_planning(per_query, sig, population, labelled, k))
 
 
 # ---------------------------------------------------------------------- pieces
@@ -551,20 +563,45 @@ def _correlations(table: pd.DataFrame) -> tuple[float | None, float | None]:
     return _num(tau), _num(rho)
 
 
-def _swaps(table: pd.DataFrame) -> tuple[tuple[Swap, ...], int]:
+SWAPS_LISTED = 100
+"""Swaps listed at most (the largest when there are more); every swap is counted."""
+_BLOCK_CELLS = 1 << 21
+"""Pairs of runs looked at in one block (memory: a few arrays of this many numbers)."""
+
+
+def _swaps(table: pd.DataFrame, listed: int | None = None
+           ) -> tuple[tuple[Swap, ...], int, int]:
     """Pairs of runs ordered one way by human means and the other way by LLM means (over the
-    shared queries)."""
+    shared queries): the listed ones (all, in order of the human ranking, up to ``listed``;
+    else the ``listed`` largest, largest first), how many there are, and how many pairs.
+    Looked at a block of rows at a time: memory linear in the runs."""
+    listed = SWAPS_LISTED if listed is None else listed
     hc, lc = _means(table)
     ok = table.dropna(subset=[hc, lc]).sort_values(
         [hc, "system"], ascending=[False, True], kind="stable")
     names = ok["system"].to_numpy()
     h, m = ok[hc].to_numpy(dtype="float64"), ok[lc].to_numpy(dtype="float64")
-    i, j = np.triu_indices(len(ok), k=1)
-    flip = (h[i] - h[j]) * (m[i] - m[j]) < 0
-    swaps = [Swap(str(names[x]), str(names[y]), (float(h[x]), float(h[y])),
-                  (float(m[x]), float(m[y])))
-             for x, y in zip(i[flip].tolist(), j[flip].tolist())]
-    return tuple(swaps), len(ok) * (len(ok) - 1) // 2
+    n = len(ok)
+    count = 0
+    size_k, x_k, y_k = np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64)
+    step = max(1, _BLOCK_CELLS // max(n, 1))
+    for lo in range(0, n, step):
+        x = np.arange(lo, min(n, lo + step))[:, None]
+        y = np.arange(n)[None, :]
+        dh, dm = h[x] - h[y], m[x] - m[y]
+        xs, ys = np.nonzero((dh * dm < 0) & (y > x))
+        count += len(xs)
+        size_k = np.concatenate([size_k, np.abs(dh[xs, ys]) + np.abs(dm[xs, ys])])
+        x_k, y_k = np.concatenate([x_k, xs + lo]), np.concatenate([y_k, ys])
+        if len(size_k) > 4 * listed:  # keep the largest (ties: the first in human order)
+            keep = np.lexsort((y_k, x_k, -size_k))[:listed]
+            size_k, x_k, y_k = size_k[keep], x_k[keep], y_k[keep]
+    order = (np.lexsort((y_k, x_k)) if count <= listed
+             else np.lexsort((y_k, x_k, -size_k))[:listed])
+    swaps = [Swap(str(names[a]), str(names[b]), (float(h[a]), float(h[b])),
+                  (float(m[a]), float(m[b])))
+             for a, b in zip(x_k[order].tolist(), y_k[order].tolist())]
+    return tuple(swaps), count, n * (n - 1) // 2
 
 
 def _order(table: pd.DataFrame, col: str) -> tuple[str, ...]:

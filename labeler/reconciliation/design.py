@@ -238,8 +238,11 @@ def from_design(path: str, base: Path) -> str | Path:
 
 
 def next_sheet(design_file: Path, first: str | None, k: int) -> Path:
-    """``to_annotate-<k>.csv`` next to the first sheet (``to_annotate.csv``)."""
-    base = design_file.parent / (first or "to_annotate.csv")
+    """``to_annotate-<k>.csv`` next to the design, named after the first sheet
+    (``to_annotate.csv``) — its name only: a design naming ``../x`` or an absolute path
+    never sends the new sheet out of the design's folder."""
+    name = Path(first).name if first else ""
+    base = design_file.parent / (name if name not in ("", ".", "..") else "to_annotate.csv")
     return base.with_name(f"{base.stem}-{k}{base.suffix}")
 
 

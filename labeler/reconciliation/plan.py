@@ -225,6 +225,10 @@ def _table(qrels: pd.DataFrame, runs: pd.DataFrame, k: int, gain: Gain) -> pd.Da
     return pq.pivot_table(index="query_id", columns="system", values="ndcg", aggfunc="first")
 
 
+_YEAR = 525_600.0
+"""Minutes in a year: the most one query can take (larger values make no finite hours)."""
+
+
 DesignLike = Any
 """A design: a :class:`~labeler.reconciliation.design.QueryDesign`, its ``design.json``, or a
 sheet next to it."""
@@ -253,8 +257,9 @@ def plan(*, human: QrelsLike, llm: QrelsLike, runs: RunsLike, half_width: float,
     if not (isinstance(half_width, (int, float)) and math.isfinite(half_width)
             and half_width > 0):
         raise InputError(f"the half-width must be a positive number, got {half_width!r}")
-    if minutes_per_query is not None and not minutes_per_query > 0:
-        raise InputError(f"minutes per query must be positive, got {minutes_per_query!r}")
+    if minutes_per_query is not None and not 0 < minutes_per_query <= _YEAR:
+        raise InputError("minutes per query must be positive and at most a year (525600), "
+                         f"got {minutes_per_query!r}")
     from labeler.reconciliation.labelled import combine_human, labelled_queries
 
     human_q = (combine_human(list(human)) if isinstance(human, (list, tuple)) else

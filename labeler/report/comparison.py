@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 DEFAULT_TITLE = "Human vs LLM labels"
 MAX_TABLE_ROWS = 1000
+SWAPS_LISTED = 100
+"""Run pairs that swap places listed at most (the largest); every one is counted."""
 TOP_RUNS = 20
 """The runs table shows the best this many runs; the others are collapsed below it."""
 """Rows of the per-query tables shown in HTML/Markdown; report.json always has them all."""
@@ -90,6 +92,14 @@ def as_agreement(agreement: Any, source: str = "<agreement>") -> dict[str, Any] 
     matrix = data.get("confusion_matrix")
     if matrix is not None:
         data["confusion_matrix"] = _check_matrix(matrix, source)
+    ci = data.get("ci")
+    if isinstance(ci, Mapping) and "level" in ci:
+        level = ci["level"]
+        if isinstance(level, bool) or not isinstance(level, (int, float)) \
+                or not 0 < level < 1:
+            raise InputError("ci.level must be a number between 0 and 1, got "
+                             f"{str(level)[:40]!r}",
+                             path=source)
     return data
 
 
@@ -185,7 +195,8 @@ def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
         "rank_scope": ppi_text.rank_scope(data),
         **(_ppi_order_context(data) if has_ppi else {
             "order_human": c.order_human, "order_llm": c.order_llm, "swaps": c.swaps,
-            "n_pairs": c.n_pairs, "swap_note": swap_significance(c)}),
+            "n_swaps": c.swap_count, "n_pairs": c.n_pairs,
+            "swap_note": swap_significance(c)}),
         "ideal": c.ideal_summary(), "ideal_rows": c.ideal.to_dict("records"),
         "most_changed": c.most_changed.to_dict("records"),
         "per_query": per_query.head(MAX_TABLE_ROWS).to_dict("records"),
@@ -203,11 +214,16 @@ def _ppi_order_context(data: Mapping[str, Any]) -> dict[str, Any]:
     from labeler.report import ppi_text
 
     by_ppi, by_llm = ppi_text.ppi_order(data)
+    found = ppi_text.ppi_swaps(data)
+    n_swaps = len(found)
+    if len(found) > SWAPS_LISTED:  # thousands of runs: the largest only, as without PPI
+        found = sorted(found, key=lambda s: -(abs(s["ppi"][0] - s["ppi"][1])
+                                              + abs(s["llm"][0] - s["llm"][1])))[:SWAPS_LISTED]
     swaps = [{"human_first": s["ppi_first"], "llm_first": s["llm_first"], "human": s["ppi"],
-              "llm": s["llm"], "verdict": s["verdict"]} for s in ppi_text.ppi_swaps(data)]
+              "llm": s["llm"], "verdict": s["verdict"]} for s in found]
     n = sum(1 for r in ppi_text.ppi_runs(data) if r["estimate"] is not None
             and r["llm"] is not None)
-    return {"order_human": by_ppi, "order_llm": by_llm, "swaps": swaps,
+    return {"order_human": by_ppi, "order_llm": by_llm, "swaps": swaps, "n_swaps": n_swaps,
             "n_pairs": n * (n - 1) // 2, "swap_note": ppi_text.ppi_swap_note(data)}
 
 

@@ -85,6 +85,9 @@ class ComparisonView(Protocol):
     def swaps(self) -> Any: ...
 
     @property
+    def swap_count(self) -> int: ...
+
+    @property
     def n_pairs(self) -> Any: ...
 
     @property

@@ -73,8 +73,9 @@ def render_text(comparison: ComparisonView) -> str:
         lines.append(ppi_text.ppi_swap_line(data))
     else:
         swaps = ", ".join(f"{plain(s.human_first)} ↔ {plain(s.llm_first)}" for s in c.swaps)
-        lines.append(f"{len(c.swaps)} of {c.n_pairs} run pairs swap places"
-                     + (f": {swaps}" if swaps else "")
+        largest = (f" (the largest {len(c.swaps)}: {swaps})" if c.swap_count > len(c.swaps)
+                   else f": {swaps}" if swaps else "")
+        lines.append(f"{c.swap_count} of {c.n_pairs} run pairs swap places" + largest
                      + (f". {swap_significance(c)}." if c.swaps else ""))
     ideal = c.ideal_summary()
     lines.append(f"Ideal ranking by LLM grades, NDCG@{c.k} under human labels: mean "
@@ -109,6 +110,12 @@ def swap_significance(c: ComparisonView) -> str:
     pairs = c.significance.pairs
     verdict = {frozenset((a, b)): v for a, b, v in zip(pairs["a"], pairs["b"], pairs["verdict"])}
     n = len(c.swaps)
+    if c.swap_count > n:  # only the largest are listed: speak of those
+        real = sum(verdict.get(frozenset((s.human_first, s.llm_first)), "unresolved")
+                   != "unresolved" for s in c.swaps)
+        return (f"{real} of the {n} largest swaps listed "
+                f"{'is a significant difference' if real == 1 else 'are significant differences'}"
+                " under at least one label set")
     real = sum(verdict.get(frozenset((s.human_first, s.llm_first)), "unresolved")
                != "unresolved" for s in c.swaps)
     if real == 0:

@@ -15,7 +15,9 @@ Usage::
 
 from __future__ import annotations
 
+import mmap
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -115,12 +117,54 @@ def _first_record(p: Path) -> list[str] | None:
     return None
 
 
+_GLOB = re.compile(r"[*?\[\]{}]|^~")
+
+
+def _literal(p: Path, links: Path) -> str:
+    """``p`` as DuckDB reads it literally: a path holding glob characters (``r[1].run``) is
+    read through a link of a plain name in the job's temporary folder — DuckDB would
+    otherwise expand the pattern and read another file."""
+    if not _GLOB.search(str(p)):
+        return str(p)
+    suffix = "" if _GLOB.search(p.suffix) else p.suffix
+    link = links / f"run-{len(list(links.iterdir()))}{suffix}"
+    try:
+        link.symlink_to(p.resolve())
+    except OSError:
+        raise InputError("--engine duckdb cannot read a file whose name holds *, ?, [ ] or { }"
+                         " (it reads such a name as a pattern): rename it or use --engine "
+                         "memory", path=p) from None
+    return str(link)
+
+
+def _comments(p: Path) -> str:
+    """The ``comment`` option for a TREC file: ``#`` only where lines start with it and no
+    id holds one (DuckDB cuts any line at a ``#``; TREC RAG segment ids hold one)."""
+    with open(p, "rb") as fh:
+        try:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file
+            return ""
+        with mm:
+            if mm.find(b"#") < 0:
+                return ""
+            starts = (mm[:1] == b"#" or any(mm.find(b"\n" + pre + b"#") >= 0
+                                            for pre in (b"", b" ", b"\t")))
+            if not starts:
+                return ""
+            inside = re.search(rb"(?m)^[ \t]*[^#\s\n][^\n]*#", mm) is not None
+    if inside:
+        raise InputError("--engine duckdb cannot read a TREC file with both comment lines "
+                         "(# ...) and a # inside a line: use --engine memory", path=p)
+    return ", comment='#'"
+
+
 _TREC_COLUMNS = ("{'query_id': 'VARCHAR', 'q0': 'VARCHAR', 'chunk_id': 'VARCHAR', "
                  "'rank': 'VARCHAR', 'score': 'DOUBLE', 'tag': 'VARCHAR'}")
-_CSV_OPTIONS = "auto_detect=false, quote='', escape='', comment='#'"
+_CSV_OPTIONS = "auto_detect=false, quote='', escape=''"
 
 
-def _trec_source(p: Path) -> tuple[str, str | None]:
+def _trec_source(p: Path, links: Path) -> tuple[str, str | None]:
     """SQL reading a TREC run (fields split by single blanks or single tabs) and the tag of
     its first line."""
     first = _first_record(p)
@@ -134,21 +178,29 @@ def _trec_source(p: Path) -> tuple[str, str | None]:
                          "separated by single blanks or single tabs (qid Q0 docid rank score "
                          f"tag); this line is not: {line[:80]!r}; use --engine memory",
                          path=p)
-    sql = (f"read_csv({_quote(str(p))}, delim={_quote(delim)}, header=false, "
-           f"columns={_TREC_COLUMNS}, {_CSV_OPTIONS})")
+    sql = (f"read_csv({_quote(_literal(p, links))}, delim={_quote(delim)}, header=false, "
+           f"columns={_TREC_COLUMNS}, {_CSV_OPTIONS}{_comments(p)})")
     return sql, parts[5]
 
 
-def _table_source(con: Any, p: Path, kind: str) -> tuple[str, list[str]]:
-    """SQL reading a Parquet, TSV or CSV table, and its column names."""
+def _table_source(con: Any, p: Path, kind: str, links: Path) -> tuple[str, dict[str, str]]:
+    """SQL reading a Parquet, TSV or CSV table, and its column names and types."""
     if kind == "parquet":
-        sql = f"read_parquet({_quote(str(p))})"
+        sql = f"read_parquet({_quote(_literal(p, links))})"
     else:
         delim = "\t" if kind == "tsv" else ","
-        sql = (f"read_csv({_quote(str(p))}, delim={_quote(delim)}, header=true, "
+        sql = (f"read_csv({_quote(_literal(p, links))}, delim={_quote(delim)}, header=true, "
                "all_varchar=true)")
-    names = [d[0] for d in con.execute(f"DESCRIBE SELECT * FROM {sql}").fetchall()]
+    names = {d[0]: str(d[1]) for d in con.execute(f"DESCRIBE SELECT * FROM {sql}").fetchall()}
     return sql, names
+
+
+def _id(column: str, kind: str) -> str:
+    """An id column as text, as the in-memory reader writes it (a whole float without
+    ``.0``; a float id that is not whole is refused before, see :func:`_odd_rows`)."""
+    if kind in ("FLOAT", "DOUBLE") or kind.startswith("DECIMAL"):
+        return f'CAST(CAST("{column}" AS BIGINT) AS VARCHAR)'
+    return f'CAST("{column}" AS VARCHAR)'
 
 
 _ALIASES = {"query_id": ("query_id", "qid", "topic_id"),
@@ -156,7 +208,7 @@ _ALIASES = {"query_id": ("query_id", "qid", "topic_id"),
             "system": ("system", "run_id", "runid", "tag")}
 
 
-def _run_select(con: Any, spec: Any, fmt: str | None) -> tuple[str, list[str]]:
+def _run_select(con: Any, spec: Any, fmt: str | None, links: Path) -> tuple[str, list[str]]:
     """``SELECT system, query_id, chunk_id, score`` of one run, and the names of its
     systems (a NAME wins; else the TREC tag, the system column, the file's stem)."""
     from labeler.io.arrow_read import split_run_spec
@@ -177,14 +229,14 @@ def _run_select(con: Any, spec: Any, fmt: str | None) -> tuple[str, list[str]]:
             from labeler import io
             io.read_run(p, fmt, name=name)
     if kind == "trec":
-        sql, tag = _trec_source(p)
+        sql, tag = _trec_source(p, links)
         system = name if name is not None else str(tag)
         return (f"SELECT {_quote(system)} AS system, query_id, chunk_id, score FROM {sql}",
                 [system])
     if kind not in ("parquet", "tsv", "csv"):
         raise InputError("--engine duckdb reads TREC, TSV, CSV or Parquet runs; use "
                          "--engine memory for this one", path=p)
-    sql, names = _table_source(con, p, kind)
+    sql, names = _table_source(con, p, kind, links)
     col = {ours: next((a for a in aliases if a in names), None)
            for ours, aliases in _ALIASES.items()}
     if col["query_id"] is None or col["chunk_id"] is None:
@@ -196,8 +248,10 @@ def _run_select(con: Any, spec: Any, fmt: str | None) -> tuple[str, list[str]]:
         score = '-CAST("rank" AS DOUBLE)'
     else:
         raise InputError("runs need a 'score' or a 'rank' column", path=p)
-    ids = (f'CAST("{col["query_id"]}" AS VARCHAR) AS query_id, '
-           f'CAST("{col["chunk_id"]}" AS VARCHAR) AS chunk_id, {score} AS score')
+    _odd_rows(con, sql, p, fmt, name, col, names)
+    ids = (f'{_id(str(col["query_id"]), names[str(col["query_id"])])} AS query_id, '
+           f'{_id(str(col["chunk_id"]), names[str(col["chunk_id"])])} AS chunk_id, '
+           f'{score} AS score')
     if name is None and col["system"] is not None:
         systems = [str(r[0]) for r in con.execute(
             f'SELECT DISTINCT CAST("{col["system"]}" AS VARCHAR) FROM {sql}').fetchall()]
@@ -205,6 +259,30 @@ def _run_select(con: Any, spec: Any, fmt: str | None) -> tuple[str, list[str]]:
                 systems)
     system = name if name is not None else _stem(p)
     return f"SELECT {_quote(system)} AS system, {ids} FROM {sql}", [system]
+
+
+def _odd_rows(con: Any, sql: str, p: Path, fmt: str | None, name: str | None,
+              col: Mapping[str, str | None], names: Mapping[str, str]) -> None:
+    """A float id that is missing, NaN or not whole is refused, as the in-memory reader
+    refuses it (with its message, naming the row, where the file is small enough)."""
+    floats = [c for c in (col["query_id"], col["chunk_id"])
+              if c is not None and (names[c] in ("FLOAT", "DOUBLE")
+                                    or names[c].startswith("DECIMAL"))]
+    if not floats:
+        return
+    test = " OR ".join(f'"{c}" IS NULL OR isnan("{c}") OR "{c}" <> floor("{c}")'
+                       for c in floats)
+    if con.execute(f"SELECT 1 FROM {sql} WHERE {test} LIMIT 1").fetchone() is not None:
+        _refuse(p, fmt, name, f"'{floats[0]}' must be a whole-number id")
+
+
+def _refuse(path: Any, fmt: str | None, name: str | None, why: str) -> None:
+    """Raise the in-memory reader's error for ``path`` (naming the line or row) when the file
+    is small enough to read; else an error saying ``why``."""
+    if Path(path).stat().st_size < _LOCATE_BELOW:
+        from labeler import io
+        io.read_run(path, fmt, name=name)   # raises, naming the line or row
+    raise InputError(why, path=path)
 
 
 def _stem(p: Path) -> str:
@@ -255,8 +333,15 @@ def kernel_duckdb(qrels: Any, runs: Sequence[Any], ks: list[int], gain: str, ide
             Path(temp_dir).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"--temp-dir {temp_dir}: cannot make the folder ({exc})") from None
-    with tempfile.TemporaryDirectory(prefix="labeler-duckdb-",
-                                     dir=None if temp_dir is None else str(temp_dir)) as tmp:
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix="labeler-duckdb-",
+                                              dir=None if temp_dir is None else str(temp_dir))
+    except OSError as exc:
+        raise ConfigError(f"--temp-dir {temp_dir}: cannot write there ({exc.strerror or exc}); "
+                          "give a folder you can write to") from None
+    with scratch as tmp:
+        links = Path(tmp) / "runs"
+        links.mkdir()
         con = duckdb.connect(config={"preserve_insertion_order": False})
         try:
             if memory_limit:
@@ -266,7 +351,7 @@ def kernel_duckdb(qrels: Any, runs: Sequence[Any], ks: list[int], gain: str, ide
                     raise ConfigError(f"--memory-limit {memory_limit!r} is not a size; "
                                       "write e.g. 2GB or 500MB") from None
             con.execute(f"SET temp_directory = {_quote(tmp)}")
-            return _rank(con, duckdb, qa, runs, run_fmt, ks, gain, ideal, kmax)
+            return _rank(con, duckdb, qa, runs, run_fmt, ks, gain, ideal, kmax, links)
         except duckdb.Error as exc:
             raise _input_error(exc, runs) from None
         finally:
@@ -284,13 +369,13 @@ def _input_error(exc: Exception, runs: Sequence[Any]) -> InputError | ConfigErro
 
 
 def _rank(con: Any, duckdb: Any, qa: QrelsArrays, runs: Sequence[Any], fmt: str | None,
-          ks: list[int], gain: str, ideal: str, kmax: int | None) -> KernelOut:
+          ks: list[int], gain: str, ideal: str, kmax: int | None, links: Path) -> KernelOut:
     from labeler.scoring.ndcg import assemble, qrels_codes
 
     selects: list[str] = []
     seen: dict[str, str] = {}
     for i, spec in enumerate(runs):
-        sql, systems = _run_select(con, spec, fmt)
+        sql, systems = _run_select(con, spec, fmt, links)
         for s in systems:
             if s in seen:
                 raise InputError(f"run name {s!r} is used by {seen[s]} too; name each run "
@@ -301,11 +386,15 @@ def _rank(con: Any, duckdb: Any, qa: QrelsArrays, runs: Sequence[Any], fmt: str 
     q_table = pa.table({"query_id": qa.query, "chunk_id": qa.chunk, "grade": qa.grade})
     con.register("qrels_in", q_table)
 
-    bad = con.execute("SELECT count(*) FROM runs WHERE score IS NULL OR isnan(score) "
-                      "OR query_id IS NULL OR chunk_id IS NULL").fetchone()[0]
-    if bad:
-        raise InputError("a run has a row with no query id, chunk id or score (or a NaN "
-                         "score); read it with --engine memory to see the line")
+    bad = con.execute("SELECT run_no FROM runs WHERE score IS NULL OR isnan(score) "
+                      "OR query_id IS NULL OR chunk_id IS NULL OR system IS NULL "
+                      "OR query_id = '' OR chunk_id = '' LIMIT 1").fetchone()
+    if bad is not None:
+        from labeler.io import parse_run_arg
+
+        name, path = parse_run_arg(runs[int(bad[0])])
+        _refuse(path, fmt, name, "a run has a row with no query id, chunk id, system or "
+                "score (or a NaN score); read it with --engine memory to see the line")
     _check_ranked_once(con, runs, fmt)
     # one row per (system, query), numbered in order of run, then query id
     con.execute("""
@@ -372,7 +461,4 @@ def _check_ranked_once(con: Any, runs: Sequence[Any], fmt: str | None) -> None:
     from labeler.io import parse_run_arg
 
     name, path = parse_run_arg(runs[int(dup[3])])
-    if Path(path).stat().st_size < _LOCATE_BELOW:
-        from labeler import io
-        io.read_run(path, fmt, name=name)   # raises, naming the line or row
-    raise InputError(f"chunk {dup[2]!r} is ranked twice for query {dup[1]!r}", path=path)
+    _refuse(path, fmt, name, f"chunk {dup[2]!r} is ranked twice for query {dup[1]!r}")

@@ -216,9 +216,10 @@ def queries_needed(sample: ArrayLike, n_total: int | None, half_width: float, *,
 
 def _search(sd: float, n0: int, n_total: int | None, w: float, level: float,
             assurance: float, kurtosis: float, strict: bool, top: int) -> int | None:
-    """The smallest n in [2, top] whose planned half-width reaches ``w`` (all n of a block
-    at once, blocks growing fourfold)."""
-    lo, size = 2, 256
+    """The smallest n in [:data:`MIN_LABELLED`, top] whose planned half-width reaches ``w``
+    (all n of a block at once, blocks growing fourfold): never fewer than PPI needs for an
+    interval."""
+    lo, size = min(MIN_LABELLED, top), 256
     while lo <= top:
         ns = np.arange(lo, min(top, lo + size - 1) + 1, dtype="float64")
         hw = _hw(sd, ns, n_total, level) * np.sqrt(margin(ns, n0, assurance, kurtosis))
