@@ -255,3 +255,14 @@ def test_every_older_spelling_is_in_the_cli_reference_table() -> None:
               for p in cmd.params if isinstance(p, click.Option) and p.hidden for opt in p.opts}
     # `label --format csv` (the output's, once) is a value of today's --format, not hidden
     assert hidden == listed - {"label --format"} and "label --format" in listed
+
+
+def test_one_url_scheme_every_guide_under_guide() -> None:
+    """The nav's Guides are exactly the pages under docs/guide/ (task guides); the reference
+    pages stay at the top level (and the API reference under docs/api/)."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    guides = nav[nav.index("  - Guides:"):nav.index("  - Reference:")]
+    in_guides = set(re.findall(r":\s*(\S+\.md)$", guides, re.M))
+    assert in_guides == {f"guide/{p.name}" for p in (DOCS / "guide").glob("*.md")}
+    reference = nav[nav.index("  - Reference:"):nav.index("\nmarkdown_extensions")]
+    assert all(not p.startswith("guide/") for p in re.findall(r"(\S+\.md)$", reference, re.M))
