@@ -1,7 +1,7 @@
 """The planning a comparison with PPI shows: its one planning line (:func:`comparison_plan`)
 and, per pair PPI leaves unresolved, how many labelled queries would likely resolve it
 (:func:`resolve_advice`) — both :mod:`labeler.reconciliation.plan`'s computation, on the
-comparison's per-query NDCG, so they say what ``labeler plan`` (``--pairs``) says.
+comparison's per-query NDCG, so they say what ``labeler plan --per-pair`` says.
 
 Usage::
 
