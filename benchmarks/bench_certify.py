@@ -20,7 +20,7 @@ Per board and judge it prints, with Monte-Carlo standard errors:
 - the share of trajectories with a pair certified the wrong way round;
 - the median widths at n = 10, 20, 30 of the sequences and of the fixed-n PPI intervals;
 - the median number of labelled queries at which the best run is certified (it beats every
-  other run), against the number `labeler plan --pairs` names for the same gaps (computed
+  other run), against the number `labeler plan --per-pair` names for the same gaps (computed
   from the spread of all 43 queries: the plan's best case);
 - the same for the sequence taken literally (differences in [−1, 1], residual bets only, no
   per-query bounds or known zeros).
@@ -222,7 +222,7 @@ def study(name: str, y: np.ndarray, yhat: np.ndarray, lists: list[list[tuple[str
         plans = [planning.pair_advice(y[:, best] - y[:, j], yhat[:, best] - yhat[:, j], big_n,
                                       float(y[:, best].mean() - y[:, j].mean())).n
                  for j in range(y.shape[1]) if j != best]
-        out["plan --pairs names"] = str(max((p for p in plans if p is not None), default=None))
+        out["plan --per-pair names"] = str(max((p for p in plans if p is not None), default=None))
     return out
 
 

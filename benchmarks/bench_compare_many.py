@@ -7,14 +7,14 @@ Writes synthetic TREC files into a temporary directory: qrels for ``--queries`` 
 probability 0.3), and ``--runs`` runs of the top 100 passages per query (each run a seeded
 shuffle of the judged passages plus unjudged ones). Then times the whole command
 ``labeler compare --human --llm --run ... --json`` (start-up, reading, scoring, tests, JSON),
-with the default pairs (best above 50 runs) and with ``--pairs all`` when asked; with
+with the default pairs (best above 50 runs) and with ``--pair-set all`` when asked; with
 ``--report`` the same command writing ``--report DIR`` too. Each command's peak memory (the
 child's maximum resident set) and the size of what it wrote are printed with its time.
 
 Usage::
 
     python benchmarks/bench_compare_many.py                 # 1,000 runs of 20 queries
-    python benchmarks/bench_compare_many.py --runs 300 --pairs all
+    python benchmarks/bench_compare_many.py --runs 300 --pair-set all
     python benchmarks/bench_compare_many.py --runs 2000 --report
 """
 
@@ -75,7 +75,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--queries", type=int, default=20)
-    ap.add_argument("--pairs", default=None, choices=["all", "best", "adjacent"])
+    ap.add_argument("--pair-set", "--pairs", dest="pairs", default=None,
+                    choices=["all", "best", "adjacent"])
     ap.add_argument("--report", action="store_true", help="time --report DIR too")
     args = ap.parse_args()
     rows = []
@@ -85,7 +86,7 @@ def main() -> None:
         cmd = [sys.executable, "-m", "labeler", "compare", "--human", str(root / "human.qrels"),
                "--llm", str(root / "llm.qrels")]
         if args.pairs:
-            cmd += ["--pairs", args.pairs]
+            cmd += ["--pair-set", args.pairs]
         for r in run_args:
             cmd += ["--run", r]
         wall, peak, out = measured([*cmd, "--json"])

@@ -1,10 +1,12 @@
 """mkdocs hook: the API reference is generated from the packages' public names.
 
-A line ``<!-- api: labeler.scoring -->`` in a page becomes the package's docstring and one
-mkdocstrings block per function or class in its ``__all__`` (each object rendered once, under
-the first package that names it; later packages link to it). ``<!-- api-index: labeler -->``
-becomes a table of the package's public names linking to where each is documented. So a name
-added to a package's ``__all__`` appears in the reference without editing the page.
+A line ``<!-- api: labeler.scoring -->`` in a page (one page per package, ``docs/api/``)
+becomes the package's docstring and one mkdocstrings block per function or class in its
+``__all__``. Each object is rendered once, on the page of the first package of
+:data:`PACKAGES` that names it; other packages' pages link to it.
+``<!-- api-index: labeler -->`` becomes a table of the package's public names linking to where
+each is documented. So a name added to a package's ``__all__`` appears in the reference
+without editing a page.
 
 After each ``::: mkdocs-click`` block (which renders a command's help and options), the
 command's examples — the ``Examples:`` of its ``--help`` epilog, which mkdocs-click leaves
@@ -22,6 +24,11 @@ import importlib
 import inspect
 import re
 from typing import Any
+
+PACKAGES = ("labeler.labelling", "labeler.judges", "labeler.reconciliation", "labeler.scoring",
+            "labeler.statistics", "labeler.report", "labeler.pipeline", "labeler.io",
+            "labeler.testing", "labeler")
+"""The packages of the API reference, in the order that decides where an object is rendered."""
 
 MARKER = re.compile(r"^<!-- (api|api-index): ([\w.]+) -->$", re.M)
 CLICK_BLOCK = re.compile(r"^::: mkdocs-click\n((?:    :\w+:.*\n)+)", re.M)
@@ -45,9 +52,18 @@ def public_objects(package: str) -> list[tuple[str, str]]:
     return found
 
 
+def owners() -> dict[str, str]:
+    """Import path of each public object → the package whose page renders it."""
+    owner: dict[str, str] = {}
+    for package in PACKAGES:
+        for _, path in public_objects(package):
+            owner.setdefault(path, package)
+    return owner
+
+
 def expand(markdown: str) -> str:
     """The page with every marker replaced by its generated Markdown."""
-    done: set[str] = set()
+    owner = owners()
 
     def block(match: re.Match[str]) -> str:
         kind, package = match.groups()
@@ -57,14 +73,13 @@ def expand(markdown: str) -> str:
                     for name, path in objects]
             return "\n".join(["| name | defined in |", "| --- | --- |", *rows])
         lines = [f"::: {package}", "    options:", "      members: false",
-                 "      show_root_heading: true", "      heading_level: 2", ""]
+                 "      show_root_heading: true", "      heading_level: 1", ""]
         for name, path in objects:
-            if path in done:
+            if owner.get(path, package) != package:
                 lines.append(f"- `{name}`: see [`{path}`][{path}]")
                 continue
-            done.add(path)
             lines += [f"::: {path}", "    options:", "      show_root_heading: true",
-                      "      show_root_full_path: true", "      heading_level: 3", ""]
+                      "      show_root_full_path: true", "      heading_level: 2", ""]
         return "\n".join(lines) + "\n"
 
     return MARKER.sub(block, markdown)

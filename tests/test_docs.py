@@ -130,7 +130,7 @@ def runnable_blocks(page: Path) -> list[str]:
 
 # Pages whose examples have a test of their own (it needs optional libraries, or state that
 # must not be set up twice in one process): that test runs them, not the loop below.
-OWN_TEST = {DOCS / "ecosystem.md": ROOT / "tests" / "test_ecosystem_docs.py"}
+OWN_TEST = {DOCS / "guide" / "ecosystem.md": ROOT / "tests" / "test_ecosystem_docs.py"}
 PAGES = sorted(p for p in [ROOT / "README.md", *DOCS.rglob("*.md")] if p not in OWN_TEST)
 
 
@@ -158,14 +158,14 @@ def test_python_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Mon
         exec(code, namespace)  # the documentation's own examples
 
 
-API_PAGE = DOCS / "api.md"
+API_PAGES = sorted((DOCS / "api").glob("*.md"))
 
 
 def test_every_public_name_of_the_api_reference_resolves() -> None:
     """The API reference is generated from each package's ``__all__``: every name must import
     (a lazy name pointing at the wrong module breaks the reference and the user's import)."""
-    packages = re.findall(r"^<!-- api(?:-index)?: ([\w.]+) -->$",
-                          API_PAGE.read_text(encoding="utf-8"), re.M)
+    packages = [p for page in API_PAGES for p in re.findall(
+        r"^<!-- api(?:-index)?: ([\w.]+) -->$", page.read_text(encoding="utf-8"), re.M)]
     assert "labeler" in packages and "labeler.scoring" in packages
     broken = []
     for package in packages:
@@ -176,3 +176,93 @@ def test_every_public_name_of_the_api_reference_resolves() -> None:
             except (AttributeError, ImportError) as exc:
                 broken.append(f"{package}.{name}: {exc}")
     assert not broken, broken
+
+
+def test_the_api_reference_has_one_page_per_package_each_in_the_nav() -> None:
+    """Every package of the reference has its own page (no one huge page), listed in the nav
+    and in the index page, and every package under labeler/ with public names has one."""
+    import sys
+
+    sys.path.insert(0, str(DOCS))
+    try:
+        hooks = importlib.import_module("hooks")
+    finally:
+        sys.path.remove(str(DOCS))
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    index = (DOCS / "api" / "index.md").read_text(encoding="utf-8")
+    for package in hooks.PACKAGES:
+        page = DOCS / "api" / f"{package.rsplit('.', 1)[-1]}.md"
+        assert page.read_text(encoding="utf-8").strip() == f"<!-- api: {package} -->", page
+        assert f"api/{page.name}" in nav and f"]({page.name})" in index, page
+    packages = {f"labeler.{p.parent.name}" for p in (ROOT / "labeler").glob("*/__init__.py")
+                if getattr(importlib.import_module(f"labeler.{p.parent.name}"), "__all__", None)}
+    assert packages - {"labeler.cli"} <= set(hooks.PACKAGES)
+
+
+def _docs_module(name: str):  # type: ignore[no-untyped-def]
+    import sys
+
+    sys.path.insert(0, str(DOCS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(DOCS))
+
+
+def test_the_architecture_graph_is_the_code_s_own_imports() -> None:
+    """docs/architecture.md's graph is the one the imports draw today (redraw it with
+    ``python docs/import_graph.py``), and each arrow is an import a reader can find."""
+    graph = _docs_module("import_graph")
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    shown = graph.BLOCK.search(page)
+    assert shown is not None, "docs/architecture.md lost its <!-- import-graph --> block"
+    assert shown.group(2) == graph.mermaid(), "stale graph: run python docs/import_graph.py"
+    arrows = re.findall(r"^    (\w+) --> (\w+)$", shown.group(2), re.M)
+    assert ("cli", "pipeline") in arrows and ("reconciliation", "scoring") in arrows
+    for a, b in arrows:   # each arrow: a source line of package a importing package b
+        sources = [p.read_text(encoding="utf-8") for p in (ROOT / "labeler" / a).rglob("*.py")]
+        sources += [(ROOT / "labeler" / f"{a}.py").read_text(encoding="utf-8")] if (
+            ROOT / "labeler" / f"{a}.py").is_file() else []
+        names = b if b != "core" else r"(errors|schema|settings|fmt|redact|_\w+|tdist)"
+        target = rf"^\s*(from|import) labeler\.{names}\b|^\s*from labeler import .*\b{names}\b"
+        assert any(re.search(target, s, re.M) for s in sources), (a, b)
+    level = graph.floors(graph.edges())
+    assert all(level[a] > level[b] for a, b in graph.edges()), "an import runs back up"
+
+
+def test_the_api_reference_shows_each_parameter_of_a_function() -> None:
+    """docs/griffe_params.py gives mkdocstrings a parameter per argument of the signature
+    (the docstrings are prose), with its type and default, and keeps a documented one."""
+    griffe = pytest.importorskip("griffe", reason="the docs extra is not installed")
+    ext = _docs_module("griffe_params")
+    mod = griffe.load("labeler.scoring.results", docstring_parser="sphinx",
+                      extensions=griffe.load_extensions(ext.SignatureParameters()))
+    func = mod["score"]
+    sections = func.docstring.parse("sphinx")
+    params = {p.name: p for s in sections if s.kind.value == "parameters" for p in s.value}
+    assert list(params) == [p.name for p in func.parameters]
+    assert params["k"].value == "None" and params["engine"].value == "'memory'"
+    assert params["engine"].description == "By keyword."
+
+
+def test_every_older_spelling_is_in_the_cli_reference_table() -> None:
+    """A hidden option is an older spelling kept for scripts: the CLI reference lists each
+    (``COMMAND --old``) with what to type now, and lists none that no longer exists."""
+    page = CLI_PAGE.read_text(encoding="utf-8")
+    table = page[page.index("| older spelling | now |"):page.index("Commands: `label`")]
+    listed = set(re.findall(r"^\| `(\w+ --[\w-]+)", table, re.M))
+    hidden = {f"{path.removeprefix('labeler ')} {opt}" for path, cmd in cli_commands().items()
+              for p in cmd.params if isinstance(p, click.Option) and p.hidden for opt in p.opts}
+    # `label --format csv` (the output's, once) is a value of today's --format, not hidden
+    assert hidden == listed - {"label --format"} and "label --format" in listed
+
+
+def test_one_url_scheme_every_guide_under_guide() -> None:
+    """The nav's Guides are exactly the pages under docs/guide/ (task guides); the reference
+    pages stay at the top level (and the API reference under docs/api/)."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    guides = nav[nav.index("  - Guides:"):nav.index("  - Reference:")]
+    in_guides = set(re.findall(r":\s*(\S+\.md)$", guides, re.M))
+    assert in_guides == {f"guide/{p.name}" for p in (DOCS / "guide").glob("*.md")}
+    reference = nav[nav.index("  - Reference:"):nav.index("\nmarkdown_extensions")]
+    assert all(not p.startswith("guide/") for p in re.findall(r"(\S+\.md)$", reference, re.M))

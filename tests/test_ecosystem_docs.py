@@ -1,4 +1,4 @@
-"""docs/ecosystem.md's Python examples run as written, in order, offline (the packaged
+"""docs/guide/ecosystem.md's Python examples run as written, in order, offline (the packaged
 sample, the lexical judge), and so does examples/pyterrier_experiment.py."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = ROOT / "docs" / "ecosystem.md"
+PAGE = ROOT / "docs" / "guide" / "ecosystem.md"
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 

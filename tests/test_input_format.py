@@ -1,5 +1,5 @@
 """Forcing an input's format from the command line: every command that reads files takes
-`--format [INPUT=]FORMAT` (`labeler label`: `--input-format`, its `--format` is the output's).
+`--format [INPUT=]FORMAT` (`labeler label` too; its output's is `--out-format`).
 
 Each case: a file whose extension and content do not say (an extensionless TSV of query texts)
 or mislead (TREC qrels named `.csv`) fails with exit 2 naming the file and the flag to give,
@@ -98,26 +98,26 @@ def test_sample_forces_the_texts(kit: Path) -> None:
     assert "--format csv" in err and not (kit / "c.csv").exists()
 
 
-def test_label_input_format_leaves_format_to_the_output(kit: Path) -> None:
+def test_label_format_is_the_inputs_and_out_format_the_outputs(kit: Path) -> None:
     common = ["label", "--corpus", DATA / "corpus.jsonl", "--run", f"bm25={RUN}",
               "--depth", "3", "--model", "lexical"]
     code, _, err = _cli(*common, "--queries", DATA / "queries.tsv", "--out", kit / "a.csv")
     assert code == 0, err
     code, _, err = _cli(*common, "--queries", kit / "queries", "--out", kit / "b.out",
-                        "--format", "csv")
-    _refused(code, err, "queries:", "--input-format queries=FORMAT")
-    code, _, err = _cli(*common, "--queries", kit / "queries", "--input-format", "queries=tsv",
-                        "--out", kit / "b.out", "--format", "csv")
+                        "--out-format", "csv")
+    _refused(code, err, "queries:", "--format queries=FORMAT")
+    code, _, err = _cli(*common, "--queries", kit / "queries", "--format", "queries=tsv",
+                        "--out", kit / "b.out", "--out-format", "csv")
     assert code == 0, err
     keep = ["query_id", "chunk_id", "grade", "status"]
     got, want = pd.read_csv(kit / "b.out", dtype=str), pd.read_csv(kit / "a.csv", dtype=str)
     assert len(got) == 30
     pd.testing.assert_frame_equal(got[keep], want[keep])
-    code, _, err = _cli(*common, "--queries", DATA / "queries.tsv", "--input-format",
+    code, _, err = _cli(*common, "--queries", DATA / "queries.tsv", "--format",
                         "run=jsonl", "--out", kit / "c.csv")
     _refused(code, err, f"{RUN}, line 1", "not valid JSON")
-    assert "--input-format run=jsonl" in err and not (kit / "c.csv").exists()
-    # few-shot examples are not reached by --input-format: their error does not suggest it
+    assert "--format run=jsonl" in err and not (kit / "c.csv").exists()
+    # few-shot examples are not reached by --format: their error does not suggest it
     (kit / "examples.dat").write_text("query_id\tquery\tchunk_id\tchunk\tgrade\n")
     code, _, err = _cli(*common[:-2], "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                         "--queries", DATA / "queries.tsv", "--examples", kit / "examples.dat",
@@ -248,3 +248,19 @@ qrels = "{human}"
     code, _, err = _cli("run", "--check", job(kit / "queries", DATA / "human.qrels",
                                               'format = {runs = "tsv"}'))
     _refused(code, err, "job.toml: inputs: ", "runs cannot be tsv")
+
+
+def test_label_older_format_spellings_still_work_with_a_note(kit: Path) -> None:
+    common = ["label", "--corpus", DATA / "corpus.jsonl", "--run", f"bm25={RUN}",
+              "--depth", "3", "--model", "lexical"]
+    code, _, err = _cli(*common, "--queries", kit / "queries", "--format", "queries=tsv",
+                        "--out", kit / "new.out", "--out-format", "csv")
+    assert code == 0 and "deprecated" not in err, err
+    # label's --format csv was the output's format; --input-format the inputs'
+    code, _, err = _cli(*common, "--queries", kit / "queries", "--input-format", "queries=tsv",
+                        "--out", kit / "old.out", "--format", "csv")
+    assert code == 0, err
+    assert "--input-format is deprecated; use --format" in err
+    assert "use --out-format csv" in err
+    assert (kit / "old.out").read_text() == (kit / "new.out").read_text()
+    assert pd.read_csv(kit / "old.out").shape[0] == 30

@@ -112,7 +112,7 @@ def test_plan_json_per_run_matches_pytrec_eval_and_scipy(files: dict[str, Path])
 
 def test_plan_pairs_and_the_terminal_text(files: dict[str, Path]) -> None:
     code, out = invoke("plan", "--human", str(files["human"]), "--llm", str(files["llm"]),
-                       *run_args(), "--half-width", "0.05", "--pairs", "--json")
+                       *run_args(), "--half-width", "0.05", "--per-pair", "--json")
     assert code == 0, out
     d = json.loads(out)
     assert len(d["per_pair"]) == 3
@@ -120,7 +120,7 @@ def test_plan_pairs_and_the_terminal_text(files: dict[str, Path]) -> None:
     assert d["needed"]["ppi"] == max([r["ppi"] for r in d["per_run"].values()]
                                      + [p["ppi"] for p in d["per_pair"]])
     code, text = invoke("plan", "--human", str(files["human"]), "--llm", str(files["llm"]),
-                        *run_args(), "--half-width", "0.05", "--pairs")
+                        *run_args(), "--half-width", "0.05", "--per-pair")
     assert code == 0 and "Assumes: The 7 queries labelled so far are a simple random" in text
     ppi = ("enough now (7 queries)" if d["enough_now"] else
            f"{d['more']['ppi']} more queries ({d['needed']['ppi']} in all)")
@@ -256,3 +256,16 @@ def test_plan_shows_its_table_in_a_notebook(files: dict[str, Path]) -> None:
     assert text.startswith("Plan(now=7, half_width=0.05") and "7 of 10" in text
     tag = io.read_run(RUNS[0])["system"].iloc[0]
     assert tag in text and tag in html
+
+
+def test_the_older_pairs_flag_still_plans_every_pair_with_a_note(files: dict[str, Path]) -> None:
+    args = ["plan", "--human", str(files["human"]), "--llm", str(files["llm"]), *run_args(),
+            "--half-width", "0.05", "--json"]
+    new = CliRunner().invoke(main, [*args, "--per-pair"])
+    old = CliRunner().invoke(main, [*args, "--pairs"])
+    assert new.exit_code == 0 and old.exit_code == 0, old.output
+    assert json.loads(old.stdout) == json.loads(new.stdout)
+    assert len(json.loads(old.stdout)["per_pair"]) == 3
+    assert "--pairs is deprecated; use --per-pair" in old.stderr
+    assert "deprecated" not in new.stderr
+    assert "--per-pair" in CliRunner().invoke(main, ["plan", "--help"]).stdout

@@ -108,10 +108,26 @@ def test_labeler_probe_on_the_command_line() -> None:
 
     with FakeLLMServer(grade_fn=gullible_grade) as srv:
         res = CliRunner().invoke(main, ["probe", "--model", "fake-judge", "--base-url",
-                                        srv.base_url, "--pairs", "5", "--no-cache", "--json"])
+                                        srv.base_url, "--n", "5", "--no-cache", "--json"])
         expected = _from_the_log(srv)
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["pairs"] == 5 and set(out["attacks"]) == set(ATTACKS)
     for kind in ATTACKS:
         assert out["attacks"][kind]["raised"] == pytest.approx(expected[kind]["raised"])
+
+
+def test_the_older_pairs_flag_of_probe_is_its_count_with_a_note() -> None:
+    from click.testing import CliRunner
+
+    from labeler.cli import main
+
+    old = CliRunner().invoke(main, ["probe", "--model", "lexical", "--pairs", "3", "--no-cache",
+                                    "--json"])
+    new = CliRunner().invoke(main, ["probe", "--model", "lexical", "--n", "3", "--no-cache",
+                                    "--json"])
+    assert old.exit_code == 0 and new.exit_code == 0, old.output
+    assert json.loads(old.stdout) == json.loads(new.stdout)
+    assert json.loads(old.stdout)["pairs"] == 3
+    assert "--pairs is deprecated; use --n" in old.stderr and "deprecated" not in new.stderr
+    assert "--pairs" not in CliRunner().invoke(main, ["probe", "--help"]).stdout

@@ -27,8 +27,8 @@ def _run(*args: str | Path) -> Result:
 def test_report_holds_every_spec_key_with_the_library_values(tmp_path: Path) -> None:
     llm = DATA / "Olz-gpt4o.qrels"
     res = _run("reconcile", "--llm", llm, "--human", HUMAN, "--out", tmp_path / "merged.jsonl",
-               "--report", tmp_path / "agreement.json", "--qrels-out", tmp_path / "merged.qrels",
-               "--bootstrap", "40")
+               "--report-json", tmp_path / "agreement.json", "--qrels-out",
+               tmp_path / "merged.qrels", "--bootstrap", "40")
     assert res.exit_code == 0, res.stderr
     report = json.loads((tmp_path / "agreement.json").read_text())
     lib = agreement(llm=llm, human=HUMAN, bootstrap=40).to_dict()
@@ -147,3 +147,17 @@ def test_sample_writes_a_blind_sheet_skipping_labelled_pairs(tmp_path: Path, sho
     seen = set(zip(done["query_id"], done["chunk_id"]))
     assert not any(k in seen for k in zip(sheet["query_id"], sheet["chunk_id"]))
     assert "40 pairs" in res.stdout
+
+
+def test_the_older_report_flag_still_writes_the_json_and_says_report_json(
+        tmp_path: Path) -> None:
+    common = ["reconcile", "--llm", DATA / "Olz-gpt4o.qrels", "--human", HUMAN, "--bootstrap",
+              "0"]
+    new = _run(*common, "--out", tmp_path / "a.jsonl", "--report-json", tmp_path / "new.json")
+    old = _run(*common, "--out", tmp_path / "b.jsonl", "--report", tmp_path / "old.json")
+    assert new.exit_code == 0 and old.exit_code == 0, old.stderr
+    assert "deprecated" not in new.stderr
+    assert "--report is deprecated; use --report-json" in old.stderr
+    want = json.loads((tmp_path / "new.json").read_text())
+    assert json.loads((tmp_path / "old.json").read_text())["n"] == want["n"] == 4423
+    assert "--report FILE" not in _run("reconcile", "--help").stdout

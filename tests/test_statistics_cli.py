@@ -210,12 +210,23 @@ def test_complete_counts_a_missing_query_as_zero(files: dict[str, Path]) -> None
 
 
 def test_pairs_best_and_adjacent(files: dict[str, Path]) -> None:
-    best = json.loads(_compare(files, "--json", "--pairs", "best")[1])
+    best = json.loads(_compare(files, "--json", "--pair-set", "best")[1])
     order = best["order"]["human"]
     assert best["statistics"]["pairs"] == "best" and len(best["pairs"]) == 3
     assert all(order[0] in (p["a"], p["b"]) for p in best["pairs"])
-    adjacent = json.loads(_compare(files, "--json", "--pairs", "adjacent")[1])
+    adjacent = json.loads(_compare(files, "--json", "--pair-set", "adjacent")[1])
     got = {frozenset((p["a"], p["b"])) for p in adjacent["pairs"]}
     assert got == {frozenset(order[i:i + 2]) for i in range(3)}
     everything = json.loads(_compare(files, "--json")[1])
     assert everything["statistics"]["pairs"] == "all" and len(everything["pairs"]) == 6
+
+
+def test_the_older_pairs_flag_of_compare_still_chooses_the_pairs_with_a_note(
+        files: dict[str, Path]) -> None:
+    code, out, err = _compare(files, "--json", "--pairs", "best")
+    assert code == 0, err
+    new = json.loads(_compare(files, "--json", "--pair-set", "best")[1])
+    assert json.loads(out)["pairs"] == new["pairs"] and len(new["pairs"]) == 3
+    assert "--pairs is deprecated; use --pair-set" in err
+    assert "deprecated" not in _compare(files, "--json", "--pair-set", "best")[2]
+    assert _compare(files, "--pairs", "none")[0] == 2      # still checked like --pair-set

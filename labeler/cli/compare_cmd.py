@@ -28,7 +28,7 @@ Examples:
       --report report/
   # labels but no runs: measure the labels themselves
   labeler reconcile --llm labels.jsonl --human human.qrels --out merged.jsonl \\
-      --report agreement.json
+      --report-json agreement.json
   labeler judges --human human.qrels --llm labels.jsonl --report judges/
 """)
 @click.option("--human", "human_paths", required=True, multiple=True, metavar="QRELS",
@@ -63,7 +63,8 @@ Examples:
 @click.option("--report", "report_dir", metavar="DIR", default=None,
               help="Write report.json, report.md and report.html into DIR.")
 @click.option("--agreement", "agreement_path", metavar="REPORT.json", default=None,
-              help="A `labeler reconcile --report` JSON: adds the confusion matrix to the report.")
+              help="A `labeler reconcile --report-json` JSON: adds the confusion matrix to "
+                   "the report.")
 @click.option("--title", default=DEFAULT_TITLE, show_default=True, metavar="TITLE",
               help="Title of the report.")
 @click.option("--complete", is_flag=True,
@@ -82,7 +83,7 @@ def compare_cmd(human_paths: tuple[str, ...], llm_path: str, run_paths: tuple[st
         raise click.UsageError(
             "compare ranks runs under both label sets: give at least one --run. With labels "
             "but no runs, measure the labels themselves: `labeler reconcile --llm LABELS "
-            "--human QRELS --out merged.jsonl --report agreement.json` (agreement, confusion "
+            "--human QRELS --out merged.jsonl --report-json agreement.json` (agreement, confusion "
             "matrix) or `labeler judges --human QRELS --llm LABELS --report judges/` (several "
             "label sets side by side).")
     from labeler import io

@@ -55,7 +55,9 @@ Examples:
 @click.option("--skip-missing", is_flag=True,
               help="With --run: leave out pooled chunks (and queries) that have no text in "
                    "--corpus (--queries), and say how many, instead of stopping at the first.")
-@format_option("pairs", "queries", "corpus", "run", flag="--input-format")
+@format_option("pairs", "queries", "corpus", "run")
+@click.option("--input-format", "input_fmt", multiple=True, hidden=True, metavar="[INPUT=]FORMAT",
+              help="Older spelling of --format (hidden; says so when used).")
 @judge_options()
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Cache directory [env LABELER_CACHE_DIR; default ~/.cache/labeler].")
@@ -63,7 +65,7 @@ Examples:
 @click.option("--out", type=_FILE,
               help="Label records: .jsonl (default), .csv or .parquet (required unless "
                    "--batch-file-out).")
-@click.option("--format", "out_format", type=click.Choice(_OUT_FORMATS),
+@click.option("--out-format", "out_format", type=click.Choice(_OUT_FORMATS),
               help="Format of --out when its extension does not say.")
 @click.option("--qrels-out", type=_FILE, help="Also write the judged pairs as TREC qrels.")
 @click.option("--prices", type=_FILE,
@@ -71,7 +73,8 @@ Examples:
                    'optional "batch_input"/"batch_output" (else half, with --batch).')
 def label_command(pairs_path: Path | None, queries_path: Path | None,
                   corpus_path: Path | None, run_paths: tuple[str, ...], depth: int,
-                  skip_missing: bool, fmt: tuple[str, ...], cache_dir: Path | None,
+                  skip_missing: bool, fmt: tuple[str, ...], input_fmt: tuple[str, ...],
+                  cache_dir: Path | None,
                   no_cache: bool, out: Path | None, out_format: str | None,
                   qrels_out: Path | None, prices: Path | None, **options: Any) -> None:
     """Judge (query, chunk) pairs 0-3 with an LLM; one label record per pair.
@@ -88,6 +91,7 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
     from labeler.labelling.stage import label
     from labeler.labelling.limits import load_prices
 
+    fmt, out_format = _formats(fmt, input_fmt, out_format)
     settings = judge_settings(options)
     if out is None and not settings.get("batch_file_out"):
         raise ConfigError("Missing option '--out' (where the label records go)")
@@ -102,7 +106,7 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
                   dirs={"--cache-dir": None if cache_dir and cache_dir.is_dir() else cache_dir})
     paths = {"pairs": pairs_path, "queries": queries_path, "corpus": corpus_path,
              "run": list(run_paths)}
-    formats = InputFormats(fmt, paths, flag="--input-format")
+    formats = InputFormats(fmt, paths)
     with formats:   # also for the few-shot examples: a hint to force theirs is left out
         pairs = _read_input(pairs_path, queries_path, corpus_path, run_paths, depth, formats,
                             skip_missing)
@@ -140,6 +144,27 @@ def label_command(pairs_path: Path | None, queries_path: Path | None,
     click.get_current_context().exit(result.exit_code)
 
 
+def _formats(fmt: tuple[str, ...], input_fmt: tuple[str, ...], out_format: str | None
+             ) -> tuple[tuple[str, ...], str | None]:
+    """The input formats and the output format, from ``--format`` (the input's, like every
+    command's), ``--out-format`` and the older spellings: ``--input-format`` (now
+    ``--format``) and a bare ``--format jsonl|csv|parquet`` (then the output's, now
+    ``--out-format``), which still work with a note on stderr."""
+    from labeler.cli.options import deprecation_note
+
+    if input_fmt:
+        deprecation_note("--input-format", "--format")
+    inputs = []
+    for value in fmt:
+        if value.strip().lower() in _OUT_FORMATS and out_format is None:
+            deprecation_note(f"--format {value} (the format of --out)",
+                             f"--out-format {value.strip().lower()}")
+            out_format = value.strip().lower()
+        else:
+            inputs.append(value)
+    return (*inputs, *input_fmt), out_format
+
+
 def _failed_path(out: Path) -> Path:
     """Where the failed pairs of a TREC ``--out`` go: ``labels.qrels`` → ``labels.failed.jsonl``."""
     return out.with_name(out.name.split(".")[0] + ".failed.jsonl")
@@ -155,7 +180,7 @@ def _out_format(out: Path) -> str:
         fmt = ""
     if fmt not in (*_OUT_FORMATS, "trec"):
         raise ConfigError(f"--out {out.name}: unknown output format '{out.suffix}'; use .jsonl, "
-                          ".csv, .parquet or .qrels, or give --format")
+                          ".csv, .parquet or .qrels, or give --out-format")
     return fmt
 
 

@@ -15,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,6 +29,7 @@ __all__ = [
     "FILE",
     "InputFormats",
     "bootstrap_options",
+    "deprecated_alias",
     "echo_result",
     "flag_of",
     "format_option",
@@ -104,6 +106,41 @@ def _option(name: str, required: bool, model: Any = None
                         metavar=cli.get("metavar", METAVARS.get(name)))
 
 
+def deprecation_note(old: str, new: str) -> None:
+    """Say on stderr that flag ``old`` is an older spelling of ``new`` (it still works)."""
+    click.echo(f"labeler: note: {old} is deprecated; use {new} (the old spelling still "
+               "works for now)", err=True)
+
+
+def deprecated_alias(old: str, dest: str, new: str, *,
+                     convert: Callable[[Any], Any] | None = None, **option: Any
+                     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A hidden option ``old`` that sets the command's parameter ``dest`` (the one of flag
+    ``new``) and says on stderr that ``new`` is the spelling to use. ``option`` are click's
+    option settings (its type, ``is_flag``, ``multiple``); ``convert`` maps its value to
+    ``dest``'s. Place it below ``@main.command`` like any option.
+
+    Usage::
+
+        @deprecated_alias("--pairs", "per_pair", "--per-pair", is_flag=True)
+    """
+    hidden_name = "_old_" + old.lstrip("-").replace("-", "_")
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(hidden_name)
+            if value not in (None, (), False):
+                deprecation_note(old, new)
+                kwargs[dest] = convert(value) if convert else value
+            return fn(*args, **kwargs)
+
+        option.setdefault("help", f"Older spelling of {new} (hidden; says so when used).")
+        return click.option(old, hidden_name, hidden=True, **option)(wrapper)
+
+    return decorate
+
+
 def bootstrap_options(*, include: Iterable[str] | None = None
                       ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator adding ``--bootstrap`` and ``--bootstrap-unit`` (or the ``include``d ones)
@@ -135,6 +172,11 @@ def judge_options(*, include: Iterable[str] | None = None, exclude: Iterable[str
     return decorate
 
 
+STATS_FLAGS = {"pairs": "--pair-set"}
+"""Statistics options whose flag is not their setting's name (``--pairs`` names a pairs
+file everywhere; the older ``--pairs auto|all|best|adjacent`` still works, with a note)."""
+
+
 def stats_options() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator adding one option per statistics option of
     :class:`~labeler.statistics.options.StatsOptions` (``--test``, ``--alpha``, ...)."""
@@ -142,7 +184,7 @@ def stats_options() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         for spec in reversed(option_specs()):
-            decls = [flag_of(spec.name), f"stats_{spec.name}"]
+            decls = [STATS_FLAGS.get(spec.name, flag_of(spec.name)), f"stats_{spec.name}"]
             if spec.kind is bool:
                 fn = click.option(*decls, is_flag=True, help=spec.help)(fn)
                 continue
@@ -159,6 +201,10 @@ def stats_options() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
                                         max_open="lt" in spec.bounds)
             fn = click.option(*decls, type=kind, default=spec.default, show_default=True,
                               help=spec.help)(fn)
+        for name, flag in STATS_FLAGS.items():
+            choices = next(s.choices for s in option_specs() if s.name == name)
+            fn = deprecated_alias(flag_of(name), f"stats_{name}", flag,
+                                  type=click.Choice(list(choices or ())))(fn)
         return fn
 
     return decorate

@@ -4,7 +4,7 @@ Usage::
 
     labeler plan --human human.qrels --llm labels.jsonl --run a.run --run b.run \\
         --half-width 0.05 --minutes-per-query 20
-    labeler plan ... --half-width 0.03 --pairs --json
+    labeler plan ... --half-width 0.03 --per-pair --json
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import click
 
 from labeler.cli import main
-from labeler.cli.options import (HUMAN_MANY, InputFormats, echo_result, format_option,
+from labeler.cli.options import (HUMAN_MANY, InputFormats, deprecated_alias, echo_result,
+                                 format_option,
                                  read_humans, read_side)
 from labeler.schema import GAINS, Gain
 
@@ -24,7 +25,7 @@ Examples:
   labeler plan --human to_judge.csv --llm labels.jsonl --run bm25.run --run dense.run \\
       --half-width 0.05 --minutes-per-query 20
   labeler plan --human to_judge.csv --llm labels.jsonl --run bm25.run --run dense.run \\
-      --half-width 0.03 --pairs --json
+      --half-width 0.03 --per-pair --json
 """)
 @click.option("--human", "human_paths", required=True, multiple=True, metavar="QRELS",
               help="Human labels of the queries labelled so far (a random sample of whole "
@@ -36,8 +37,9 @@ Examples:
 @click.option("--half-width", "half_width", required=True, metavar="W",
               type=click.FloatRange(0, 1, min_open=True),
               help="The ± wanted on each run's mean NDCG@k (95% interval), e.g. 0.05.")
-@click.option("--pairs", is_flag=True,
+@click.option("--per-pair", "pairs", is_flag=True,
               help="Plan for every difference between two runs too (usually needs more).")
+@deprecated_alias("--pairs", "pairs", "--per-pair", is_flag=True)
 @click.option("--design", "design_path", metavar="DESIGN", default=None,
               help="The sample's design.json (or a sheet next to it): more queries are "
                    "counted in its random order, and the command to draw them named. "
@@ -61,7 +63,7 @@ def plan_cmd(human_paths: tuple[str, ...], llm_path: str, run_paths: tuple[str, 
              grade_map_human: str | None, grade_map_llm: str | None, fmt: tuple[str, ...],
              as_json: bool) -> None:
     """How many queries people must label so that every run's prediction-powered interval
-    (with --pairs: every difference's) is at most ±W, and how many without the LLM labels.
+    (with --per-pair: every difference's) is at most ±W, and how many without the LLM labels.
 
     Plans from the spread of human − LLM NDCG on the queries labelled so far, with a
     margin for how little a few queries say about it: labelling the number named reaches

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from labeler.cli import main
-from labeler.cli.options import echo_result, judge_options, judge_settings
+from labeler.cli.options import deprecated_alias, echo_result, judge_options, judge_settings
 
 
 @main.command("probe", epilog="""\
@@ -24,10 +24,11 @@ Examples:
   labeler probe --model qwen2.5:7b --base-url http://localhost:11434/v1
 """)
 @judge_options(exclude=("examples", "shots"))
-@click.option("--n", "--pairs", "n_pairs", type=click.IntRange(min=1, max=100), default=20,
+@click.option("--n", "n_pairs", type=click.IntRange(min=1, max=100), default=20,
               show_default=True, metavar="N",
               help="How many real pairs of the bundled sample to probe (a count, as in "
-                   "`sample --n`; --pairs is its older name).")
+                   "`sample --n`).")
+@deprecated_alias("--pairs", "n_pairs", "--n", type=click.IntRange(min=1, max=100))
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Which pairs of the sample (chosen deterministically from the seed).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),

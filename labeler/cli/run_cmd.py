@@ -1,4 +1,4 @@
-"""`labeler run CONFIG.toml` (scheduled jobs) and `labeler demo` (the whole pipeline offline).
+"""`labeler run CONFIG.toml`: a scheduled job (label, reconcile, score, compare, drift).
 
 Logging is configured here, for the command's duration only: records of the ``labeler``
 loggers go to stderr (and, from the pipeline, to ``<run dir>/run.log``).
@@ -23,11 +23,12 @@ if TYPE_CHECKING:
     from labeler.pipeline.config import Config
     from labeler.pipeline.nightly import RunOutcome
 
-_LEVELS = ("debug", "info", "warning", "error")
+LEVELS = ("debug", "info", "warning", "error")
 
 
 @contextlib.contextmanager
-def _stderr_logging(level: str) -> Iterator[None]:
+def stderr_logging(level: str) -> Iterator[None]:
+    """Records of the ``labeler`` loggers at ``level`` or above go to stderr meanwhile."""
     logger = logging.getLogger("labeler")
     from labeler.redact import RedactingFilter
 
@@ -46,7 +47,7 @@ def _stderr_logging(level: str) -> Iterator[None]:
         logger.setLevel(old)
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """``path`` relative to the working directory when inside it, else absolute."""
     try:
         return os.path.relpath(path) if path.resolve().is_relative_to(Path.cwd()) else str(path)
@@ -102,12 +103,13 @@ def summary_text(outcome: RunOutcome) -> str:
     if drift.previous is not None or drift.judge is not None:
         lines.extend(drift.to_text().splitlines())
     if outcome.report_html is not None:
-        lines.append(f"report: {_shown(outcome.report_html)}")
-    lines.append(f"run directory: {_shown(outcome.run_dir)}")
+        lines.append(f"report: {shown(outcome.report_html)}")
+    lines.append(f"run directory: {shown(outcome.run_dir)}")
     return "\n".join(plain(line) for line in lines)
 
 
-def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> None:
+def finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> None:
+    """Print a run's summary and warnings, and exit with its status."""
     click.echo(summary_text(outcome))
     if outcome.n_failed:
         click.echo(f"labeler: {outcome.n_failed} pairs failed (status 'failed' in "
@@ -116,11 +118,11 @@ def _finish(ctx: click.Context, outcome: RunOutcome, fail_on_drift: bool) -> Non
         accepted = outcome.drift.judge.accepted if outcome.drift.judge else None
         click.echo(f"labeler: the judge changed since the accepted run {accepted}: latest "
                    f"stays on it; read the report, then accept this run with: labeler run "
-                   f"--accept {_shown(outcome.run_dir)}", err=True)
+                   f"--accept {shown(outcome.run_dir)}", err=True)
         ctx.exit(4)
     if fail_on_drift and outcome.drift.drifted:
         raise DriftError(f"drift past the thresholds ({len(outcome.drift.reasons)} crossed): "
-                         f"see the table above and {_shown(outcome.run_dir / 'drift.json')}")
+                         f"see the table above and {shown(outcome.run_dir / 'drift.json')}")
     ctx.exit(outcome.exit_code)
 
 
@@ -162,7 +164,7 @@ Examples:
 @click.option("--drift-threshold", type=click.FloatRange(min=0), metavar="X",
               help="Largest allowed |change| of a run's mean NDCG@k (overrides "
                    "drift.max_ndcg_delta).")
-@click.option("--log-level", type=click.Choice(_LEVELS), default="info", show_default=True,
+@click.option("--log-level", type=click.Choice(LEVELS), default="info", show_default=True,
               help="Log level on stderr (the run's run.log always records info and above).")
 @click.option("--check", is_flag=True,
               help="Only check the config, its input files, output locations and judge "
@@ -208,15 +210,15 @@ def run_command(ctx: click.Context, config: Path | None, out_dir: Path | None,
             click.echo(check_config(cfg).render())   # every input read as the job would
         for line in checked:
             click.echo(line)
-        click.echo(f"{_shown(config)}: ready to run")
+        click.echo(f"{shown(config)}: ready to run")
         return
-    with _stderr_logging(log_level), _format_keys(cfg):
+    with stderr_logging(log_level), _format_keys(cfg):
         try:
             outcome = run_pipeline(cfg, config_path=config.resolve(), progress=None)
         except (BatchNotReady, BatchFileWritten) as exc:  # exit 5 / 0: not finished yet
             click.echo(f"labeler: {as_flags(ctx.find_root(), exc)}", err=True)
             ctx.exit(exc.exit_code)
-    _finish(ctx, outcome, fail_on_drift)
+    finish(ctx, outcome, fail_on_drift)
 
 
 def _accept(config: Path | None, out_dir: Path | None, run_dir: Path) -> None:
@@ -230,40 +232,5 @@ def _accept(config: Path | None, out_dir: Path | None, run_dir: Path) -> None:
         out = load_config(config).out_dir
     run, before = accept_run(run_dir, out)
     was = f" (was {before.name})" if before is not None else ""
-    click.echo(f"accepted {run.name}: latest -> {_shown(run)}{was}; later runs compare with "
+    click.echo(f"accepted {run.name}: latest -> {shown(run)}{was}; later runs compare with "
                "its labels, anchors and judge")
-
-
-@main.command("demo", epilog="""\
-\b
-Examples:
-  labeler demo
-  labeler demo --model gpt-4o-mini     # with OPENAI_API_KEY set
-""")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("labeler-demo"), show_default=True,
-              help="Where to write the sample, demo.toml and the run.")
-@click.option("--model", default="lexical", show_default=True, metavar="NAME",
-              help="Judge model; the default is the offline lexical baseline (no network). "
-                   "Any other model needs an endpoint: --base-url or OPENAI_BASE_URL, key "
-                   "from OPENAI_API_KEY.")
-@click.option("--base-url", default=None, metavar="URL",
-              help="OpenAI-compatible endpoint for --model.")
-@click.option("--log-level", type=click.Choice(_LEVELS), default="warning",
-              show_default=True, help="Log level on stderr.")
-@click.pass_context
-def demo_command(ctx: click.Context, out_dir: Path, model: str, base_url: str | None,
-                 log_level: str) -> None:
-    """Run the whole pipeline on the bundled TREC DL 2019 sample, offline, in seconds.
-
-    Pools the top 20 of three runs, labels the pairs (lexical baseline judge unless --model),
-    reconciles with the NIST human labels, scores and compares, and writes the report.
-    """
-    from labeler.demo import run_demo
-    from labeler.io.guard import check_outputs
-
-    check_outputs({}, dirs={"--out": out_dir})
-    with _stderr_logging(log_level):
-        outcome = run_demo(out_dir, model=model, base_url=base_url, progress=None)
-    click.echo(f"sample and config: {_shown(out_dir / 'data')}, {_shown(out_dir / 'demo.toml')}")
-    _finish(ctx, outcome, fail_on_drift=False)

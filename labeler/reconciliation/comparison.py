@@ -105,7 +105,7 @@ class Comparison:
     complete: bool = False
     advice: tuple[dict[str, Any], ...] = ()
     """With PPI, per unresolved pair: how many labelled queries would likely resolve it
-    (:func:`labeler.reconciliation.plan_advice.resolve_advice`, as ``labeler plan --pairs``)."""
+    (:func:`labeler.reconciliation.plan_advice.resolve_advice`, as ``labeler plan --per-pair``)."""
     plan: Plan | None = None
     """With PPI: the plan for every run's PPI interval to be half as wide as the widest
     now (:func:`labeler.reconciliation.plan_advice.comparison_plan`)."""

@@ -1,7 +1,7 @@
 """The planning a comparison with PPI shows: its one planning line (:func:`comparison_plan`)
 and, per pair PPI leaves unresolved, how many labelled queries would likely resolve it
 (:func:`resolve_advice`) — both :mod:`labeler.reconciliation.plan`'s computation, on the
-comparison's per-query NDCG, so they say what ``labeler plan`` (``--pairs``) says.
+comparison's per-query NDCG, so they say what ``labeler plan --per-pair`` says.
 
 Usage::
 
@@ -36,7 +36,7 @@ def resolve_advice(per_query: pd.DataFrame, pairs: list[dict[str, Any]], *,
                    ) -> tuple[dict[str, Any], ...]:
     """For each pair of ``pairs`` (``labeler compare --json``'s list) that PPI leaves
     unresolved: how many labelled queries of the pair's own would likely resolve it — the
-    pair planned as ``labeler plan --pairs`` plans it
+    pair planned as ``labeler plan --per-pair`` plans it
     (:func:`~labeler.reconciliation.plan.plan_target`), for a ± below the difference seen —
     and the ± the labelled queries give now. ``population``: each run's queries;
     ``labelled``: the whole queries with human labels.

@@ -27,9 +27,9 @@ from numpy.typing import ArrayLike, NDArray
 from labeler.errors import ConfigError
 
 PAIR_MODES: tuple[str, ...] = ("all", "best", "adjacent")
-"""Which pairs of runs are tested (``--pairs``)."""
+"""Which pairs of runs are tested (``--pair-set``)."""
 ALL_PAIRS_UP_TO = 50
-"""``--pairs`` default: ``all`` up to this many runs, ``best`` above."""
+"""``--pair-set`` default: ``all`` up to this many runs, ``best`` above."""
 _CHUNK = 2_000_000  # values per block of pairs (about 16 MB of float64)
 
 

@@ -255,7 +255,7 @@ def queries_to_resolve(sample: ArrayLike, n_total: int | None, delta: float, *,
 def pair_advice(human_diff: ArrayLike, llm_diff: ArrayLike | None, n_total: int | None,
                 delta: float) -> Need:
     """How many labelled queries would likely resolve one pair of runs (what ``labeler plan
-    --pairs`` computes, for a ± of ``|delta|``): from the per-query differences a − b of the
+    --per-pair`` computes, for a ± of ``|delta|``): from the per-query differences a − b of the
     labelled queries under human labels, minus those under LLM labels when given (PPI, with
     ``n_total`` the pair's queries), else alone (the paired t-test; ``n_total`` ``None``).
     ``Need.half_width_now`` is the ± the labelled queries give today.
