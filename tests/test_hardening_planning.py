@@ -39,7 +39,7 @@ def _plan(files: dict[str, Path], *extra: str) -> tuple[int, str]:
 
 
 def test_plan_never_names_fewer_than_five_queries(files: dict[str, Path]) -> None:
-    code, out = _plan(files, "--half-width", "1", "--pairs")
+    code, out = _plan(files, "--half-width", "1", "--per-pair")
     assert code == 0, out
     got = json.loads(out)
     assert min(got["needed"].values()) >= planning.MIN_LABELLED
