@@ -36,3 +36,13 @@ def fake_llm():
 
     with FakeLLMServer() as server:
         yield server
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With pytest-xdist (``--dist loadgroup``): a test file runs on one worker, as a whole
+    (its module fixtures are built once), unless a test names another group — the ranx tests
+    share one worker, so ranx compiles its numba code once."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -24,6 +24,7 @@ def test_the_page_has_examples_for_each_library() -> None:
         assert needle in code, needle
 
 
+@pytest.mark.xdist_group("ranx")   # ranx compiles its numba code once per process
 def test_the_pages_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                        ) -> None:
     for module in ("ir_datasets", "ir_measures", "pytrec_eval", "pyterrier"):
