@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 from click.testing import CliRunner, Result
 
 from labeler import io
@@ -95,3 +96,29 @@ def test_unknown_statistics_settings_are_refused(tmp_path: Path) -> None:
     assert done.exit_code == 2 and "statistics" in done.output
     done = _run(str(_job(tmp_path, "alpha = 1.5")))
     assert done.exit_code == 2 and "alpha" in done.output
+
+
+def test_the_human_labels_may_be_several_sheets_read_together(tmp_path: Path) -> None:
+    copy_sample(tmp_path / "data")
+    human = io.read_qrels(tmp_path / "data" / "human.qrels")
+    queries = sorted(human["query_id"].unique())
+    first, second = queries[:5:2], queries[1:5:2]          # two sheets of one sample
+    io.write_qrels(human.loc[human["query_id"].isin(first)], tmp_path / "a.qrels")
+    io.write_qrels(human.loc[human["query_id"].isin(second)], tmp_path / "b.qrels")
+    io.write_qrels(human.loc[human["query_id"].isin([*first, *second])], tmp_path / "ab.qrels")
+    both = _job(tmp_path / "both", "ppi = true", human='a.qrels", "b.qrels')
+    both.write_text(both.read_text().replace('qrels = "a.qrels", "b.qrels"',
+                                             'qrels = ["../a.qrels", "../b.qrels"]'))
+    one = _job(tmp_path / "one", "ppi = true", human="../ab.qrels")
+    assert _run("--check", str(both)).exit_code == 0
+    for config in (both, one):
+        assert _run(str(config)).exit_code == 0
+    got = [json.loads((_latest(c.parent / "out") / "comparison.json").read_text())["runs"]
+           for c in (both, one)]
+    assert got[0] == got[1]                                # the same as one file of both
+    # a pair graded two ways in the two sheets: exit 2 naming it, before any judging
+    clash = human.loc[human["query_id"] == first[0]].head(1).assign(grade=lambda d: 3 - d["grade"])
+    io.write_qrels(pd.concat([human.loc[human["query_id"].isin(second)], clash]),
+                   tmp_path / "b.qrels")
+    bad = _run(str(both))
+    assert bad.exit_code == 2 and str(clash["chunk_id"].iloc[0]) in bad.output

@@ -138,7 +138,8 @@ def _format_keys(cfg: Config) -> Iterator[None]:
     keys.update({str(Path(parse_run_arg(r)[1])): "format = {runs = FORMAT} in [inputs]"
                  for r in cfg.inputs.runs})
     if cfg.human is not None:
-        keys[str(Path(cfg.human.qrels))] = "format = FORMAT in [human]"
+        for p in cfg.human.paths:
+            keys[str(Path(p))] = "format = FORMAT in [human]"
     try:
         yield
     except InputError as exc:

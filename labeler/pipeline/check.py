@@ -48,7 +48,8 @@ def check_run(cfg: Config) -> list[str]:
     for i, run in enumerate(cfg.inputs.runs):
         inputs[f"inputs.runs[{i}]"] = Path(parse_run_arg(run)[1])
     if cfg.human is not None:
-        inputs["human.qrels"] = Path(cfg.human.qrels)
+        for i, p in enumerate(cfg.human.paths):
+            inputs["human.qrels" + (f"[{i}]" if len(cfg.human.paths) > 1 else "")] = Path(p)
     if cfg.drift.anchors is not None:
         inputs["drift.anchors"] = Path(cfg.drift.anchors)
     for name, path in inputs.items():
@@ -108,16 +109,14 @@ def check_config(cfg: Config) -> CheckReport:
 
     Usage: ``check_config(load_config("job.toml")).render()``
     """
-    from labeler import io
     from labeler.judges import LEXICAL_NAMES
-    from labeler.pipeline.inputs import check_certify, check_ppi, load_inputs
+    from labeler.pipeline.inputs import (check_certify, check_ppi, load_inputs,
+                                         read_human_labels)
     from labeler.judges.prompts import load_prompt
     from labeler.redact import redact
 
     pairs, runs = load_inputs(cfg)
-    human = (io.read_qrels(cfg.human.qrels, cfg.human.format,
-                           grade_map=io.parse_grade_map(cfg.human.grade_map))
-             if cfg.human is not None else None)
+    human = read_human_labels(cfg)
     check_ppi(cfg, pairs, human)
     check_certify(cfg, runs)
     n_anchors = 0

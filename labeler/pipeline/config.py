@@ -94,9 +94,23 @@ class HumanConfig(BootstrapConfig, _Section):
     ``bootstrap`` and ``bootstrap_unit`` (the agreement intervals) are declared once in
     :class:`~labeler.settings.BootstrapConfig`, as the CLI's flags are."""
 
-    qrels: Path
+    qrels: Path | list[Path] = Field(
+        description="the human labels: a file, or a list of files read together (the sheets "
+                    "of one design; a pair with two different grades is an error)")
     format: Literal["csv", "jsonl", "parquet", "trec"] | None = Field(
         default=None, description="force the qrels file's format")
+
+    @property
+    def paths(self) -> list[Path]:
+        """The human label files, in the order given."""
+        return list(self.qrels) if isinstance(self.qrels, list) else [self.qrels]
+
+    @field_validator("qrels")
+    @classmethod
+    def _some_qrels(cls, value: Path | list[Path]) -> Path | list[Path]:
+        if isinstance(value, list) and not value:
+            raise ValueError("qrels needs at least one file")
+        return value
     calibrate: bool = False
     calibration_method: Literal["thresholds", "distribution", "ordinal", "isotonic"] = (
         "thresholds")
@@ -234,7 +248,8 @@ class Config(_Section):
             if getattr(judge, name):
                 judge = judge.model_copy(update={name: str(fix(Path(getattr(judge, name))))})
         human = (None if self.human is None
-                 else self.human.model_copy(update={"qrels": fix(self.human.qrels)}))
+                 else self.human.model_copy(update={"qrels": [fix(p) for p in
+                                                              self.human.paths]}))
         drift = self.drift.model_copy(update={"anchors": fix(self.drift.anchors)})
         return self.model_copy(update={
             "inputs": inputs, "judge": judge, "human": human, "drift": drift,

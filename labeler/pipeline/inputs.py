@@ -82,4 +82,20 @@ def check_certify(cfg: Config, runs: pd.DataFrame | None) -> None:
                           "qrels)", setting="certify")
     from labeler.reconciliation.design import design_path, read_design
 
-    read_design(design_path(cfg.human.qrels))
+    read_design(design_path(cfg.human.paths[0]))
+
+
+def read_human_labels(cfg: Config) -> pd.DataFrame | None:
+    """The ``[human]`` labels of a job, every file of ``qrels`` read together (a pair with
+    two different grades is an error naming it); None without a ``[human]`` section.
+
+    Usage: ``human = read_human_labels(cfg)``
+    """
+    if cfg.human is None:
+        return None
+    from labeler.reconciliation.labelled import combine_human
+
+    grade_map = io.parse_grade_map(cfg.human.grade_map)
+    frames = {str(p): io.read_qrels(p, cfg.human.format, grade_map=grade_map)
+              for p in cfg.human.paths}
+    return combine_human(frames)

@@ -42,7 +42,8 @@ from labeler.pipeline.drift import Drift, compute_drift
 from labeler.errors import ConfigError, Interrupted
 from labeler.schema import STATUS, STATUS_OK
 from labeler.pipeline.check import check_run
-from labeler.pipeline.inputs import check_certify, check_judge, check_ppi, load_inputs
+from labeler.pipeline.inputs import (check_certify, check_judge, check_ppi, load_inputs,
+                                     read_human_labels)
 from labeler.pipeline.rundir import (INTERRUPTED, PARTIAL, finish_run_dir, hold_lock,
                                      latest_run, log_to_file, mark_killed, new_run_dir,
                                      set_latest)
@@ -173,7 +174,8 @@ def _input_files(cfg: Config) -> dict[str, Any]:
     files["runs"] = [{"path": r, "digest": _file_digest(Path(io.parse_run_arg(r)[1]))}
                      for r in cfg.inputs.runs]
     if cfg.human is not None:
-        files["human"] = {"path": str(cfg.human.qrels), "digest": _file_digest(cfg.human.qrels)}
+        human_files = [{"path": str(p), "digest": _file_digest(p)} for p in cfg.human.paths]
+        files["human"] = human_files[0] if len(human_files) == 1 else human_files
     if cfg.drift.anchors is not None:
         files["anchors"] = {"path": str(cfg.drift.anchors),
                             "digest": _file_digest(cfg.drift.anchors)}
@@ -258,9 +260,7 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
 
     with _stage("load", timings):
         pairs, runs = load_inputs(cfg)
-        human = (io.read_qrels(cfg.human.qrels, cfg.human.format,
-                               grade_map=io.parse_grade_map(cfg.human.grade_map))
-                 if cfg.human is not None else None)  # read before any paid call
+        human = read_human_labels(cfg)   # read before any paid call
         log.info("%d pairs over %d queries; %d runs", len(pairs), pairs["query_id"].nunique(),
                  0 if runs is None else runs["system"].nunique())
         check_ppi(cfg, pairs, human)
@@ -328,7 +328,7 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
 
             ok = records.loc[records[STATUS] == STATUS_OK, ["query_id", "chunk_id", "grade"]]
             certification = certify(human=human, llm=ok, runs=runs,
-                                    design=design_path(cfg.human.qrels), alpha=stats.alpha,
+                                    design=design_path(cfg.human.paths[0]), alpha=stats.alpha,
                                     k=cfg.k[0], gain=cfg.gain)
             files["certify.json"] = io.write_json(certification.to_dict(),
                                                   run_dir / "certify.json")
