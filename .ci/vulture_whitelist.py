@@ -11,7 +11,7 @@ score_command, certify_cmd
 # pydantic: model settings and validators, called by pydantic
 model_config
 _._one_or_many, _._pairs_or_pool, _._k_list, _._k_positive
-_._consistent, _._not_a_key, _._one_batch_mode
+_._consistent, _._not_a_key, _._one_batch_mode, _._some_qrels
 mean_absolute_difference  # a field of the agreement figures model
 
 # the context-manager protocol: __exit__'s arguments
@@ -26,5 +26,5 @@ _.preserve_order, _.content_type, _.content_length
 # FaultPlan's rates: dataclass fields read by name (getattr over FAULTS)
 rate_limit, server_error, unavailable, disconnect, bad_body, server_error_text
 
-# pytest: an autouse fixture
-_isolated_env
+# pytest: an autouse fixture and a hook
+_isolated_env, pytest_collection_modifyitems
