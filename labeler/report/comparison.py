@@ -158,8 +158,8 @@ def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
              data: Mapping[str, Any] | None = None) -> dict[str, Any]:
     from labeler.report import ppi_text
     from labeler.report.text import (
-        VERDICT_WORDS, by_human_rank, ppi_verdicts_line, ppi_words, ranking_lines, scope_line,
-        swap_significance, test_words,
+        VERDICT_WORDS, by_human_rank, counts_line, ppi_verdicts_line, ppi_words, ranking_lines,
+        scope_line, swap_significance, test_words,
     )
 
     per_query = c.per_query
@@ -178,16 +178,16 @@ def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
         "include_empty": c.include_empty,
         "runs": runs, "headline": data["headline"],
         "verdicts_line": (ppi_verdicts_line(data, sig.options.alpha) if has_ppi else
-                          f"Verdicts {sig.counts_line()} ({test_words(sig)})"),
+                          f"Verdicts {counts_line(data)} ({test_words(data['statistics'])})"),
         "counts": sig.counts, "pairs": pairs, "alpha": sig.options.alpha,
-        "test_words": test_words(sig), "has_ppi": has_ppi,
+        "test_words": test_words(data["statistics"]), "has_ppi": has_ppi,
         "ppi_runs": ppi_text.ppi_runs(data) if has_ppi else [],
         "ppi_scope": ppi_text.ppi_scope_line(data) if has_ppi else "",
         "resolved": ppi_text.resolved_pairs(data) if has_ppi else [],
-        "t_counts_line": f"verdicts {sig.counts_line()} ({test_words(sig)})",
-        "scope_line": scope_line(c), "verdict_words": VERDICT_WORDS,
+        "t_counts_line": f"verdicts {counts_line(data)} ({test_words(data['statistics'])})",
+        "scope_line": scope_line(data), "verdict_words": VERDICT_WORDS,
         "pairs_words": PAIRS_WORDS[sig.pair_mode],
-        "ppi_words": ppi_words(sig) if sig.options.ppi else "",
+        "ppi_words": ppi_words(data["statistics"]) if sig.options.ppi else "",
         "planning": getattr(c, "planning_line", None), "stat_notes": list(sig.notes),
         "advice": [dict(a) for a in getattr(c, "advice", ())],
         "tau": c.kendall_tau, "rho": c.spearman_rho, "n_runs": len(c.runs),
@@ -196,7 +196,7 @@ def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
         **(_ppi_order_context(data) if has_ppi else {
             "order_human": c.order_human, "order_llm": c.order_llm, "swaps": c.swaps,
             "n_swaps": c.swap_count, "n_pairs": c.n_pairs,
-            "swap_note": swap_significance(c)}),
+            "swap_note": swap_significance(data)}),
         "ideal": c.ideal_summary(), "ideal_rows": c.ideal.to_dict("records"),
         "most_changed": c.most_changed.to_dict("records"),
         "per_query": per_query.head(MAX_TABLE_ROWS).to_dict("records"),
@@ -273,7 +273,7 @@ def render_text(comparison: ComparisonView) -> str:
     """A plain-text summary for the terminal: the pair verdicts first, then the runs."""
     from labeler.report.text import render_text as _render
 
-    return _render(comparison)
+    return _render(comparison.to_dict())
 
 
 # ---------------------------------------------------------------------- writer
