@@ -14,8 +14,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["AgreementView", "ComparisonView", "LabelResultView", "LeaderboardView",
+__all__ = ["AgreementView", "ComparisonView", "HasDict", "LabelResultView",
            "ReconciliationView", "ScoreResultView", "SignificanceView"]
+
+
+class HasDict(Protocol):
+    """A result that hands its plain data (the JSON contract) over as ``to_dict()``."""
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 class SignificanceView(Protocol):
@@ -127,39 +133,6 @@ class ComparisonView(Protocol):
 
 class AgreementView(Protocol):
     """An agreement report."""
-
-    def to_dict(self) -> dict[str, Any]: ...
-
-
-class LeaderboardView(Protocol):
-    """Several judges against the same human labels."""
-
-    @property
-    def n(self) -> Any: ...
-
-    @property
-    def k(self) -> Any: ...
-
-    @property
-    def judges(self) -> Any: ...
-
-    @property
-    def kendall_tau(self) -> Any: ...
-
-    @property
-    def disagreements(self) -> Any: ...
-
-    @property
-    def order(self) -> list[str]: ...
-
-    @property
-    def versus_best(self) -> list[dict[str, Any]]: ...
-
-    @property
-    def versus_method(self) -> dict[str, Any] | None: ...
-
-    @property
-    def not_shown_worse(self) -> list[str]: ...
 
     def to_dict(self) -> dict[str, Any]: ...
 
