@@ -260,9 +260,9 @@ def render_html(comparison: ComparisonView, title: str = DEFAULT_TITLE,
     data = comparison.to_dict() if _data is None else _data
     ctx = _context(comparison, title, agree, judge, drift, data)
     images = {"scatter": plots.to_data_uri(plots.ndcg_scatter(data)),
-              "deltas": plots.to_data_uri(plots.delta_distribution(comparison))}
-    if len(comparison.ideal):
-        images["ideal"] = plots.to_data_uri(plots.ideal_change(comparison))
+              "deltas": plots.to_data_uri(plots.delta_distribution(data))}
+    if data["ideal_ranking_change"]["n_queries"]:
+        images["ideal"] = plots.to_data_uri(plots.ideal_change(data))
     if agree is not None and agree.get("confusion_matrix") is not None:
         images["confusion"] = plots.to_data_uri(
             plots.confusion_heatmap(agree["confusion_matrix"]))
