@@ -253,7 +253,7 @@ class Comparison:
     def _repr_html_(self) -> str:
         from labeler.report.notebook import comparison_html
 
-        return comparison_html(self)
+        return comparison_html(self.to_dict())
 
 
 def _rank(value: Any) -> int | None:

@@ -20,8 +20,8 @@ from labeler import fmt
 if TYPE_CHECKING:
     import pandas as pd
 
-    from labeler.report.shapes import (AgreementView, ComparisonView, LabelResultView,
-                                       ReconciliationView, ScoreResultView)
+    from labeler.report.shapes import (AgreementView, LabelResultView, ReconciliationView,
+                                       ScoreResultView)
 
 
 __all__ = ["JupyterProgress", "agreement_html", "comparison_html", "in_notebook", "label_html",
@@ -75,26 +75,37 @@ def score_html(result: ScoreResultView) -> str:
                   "NDCG@k per run", limit=50)
 
 
-def comparison_html(c: ComparisonView) -> str:
-    """Runs under human and LLM labels, and the order correlation; with PPI, the headline
-    and the PPI readout's runs table (the estimates, both label sets on the labelled
-    queries, the LLM means over all)."""
-    tail = (f"<p>Kendall's tau {fmt.num(c.kendall_tau)}, Spearman's rho "
-            f"{fmt.num(c.spearman_rho)} between the two orders of the runs.</p>")
-    if c.significance.options.ppi:
-        import pandas as pd
+def comparison_html(data: Mapping[str, Any]) -> str:
+    """Runs under human and LLM labels, and the order correlation, from a comparison's plain
+    data (``to_dict()``); with PPI, the headline and the PPI readout's runs table (the
+    estimates, both label sets on the labelled queries, the LLM means over all).
 
+    Usage: ``comparison_html(comparison.to_dict())``
+    """
+    tail = (f"<p>Kendall's tau {fmt.num(data['kendall_tau'])}, Spearman's rho "
+            f"{fmt.num(data['spearman_rho'])} between the two orders of the runs.</p>")
+    if data["statistics"]["ppi"]:
         from labeler.report.ppi_text import ppi_runs
 
-        data = c.to_dict()
         names = {"system": "run", "estimate": "human, PPI", "labelled_human": "human, labelled",
-                "labelled_llm": "LLM, labelled", "delta": "delta, labelled",
-                "llm": "LLM, all queries", "rank_ppi": "rank PPI", "rank_llm": "rank LLM"}
-        table = pd.DataFrame(ppi_runs(data))[list(names)].rename(columns=names)
+                 "labelled_llm": "LLM, labelled", "delta": "delta, labelled",
+                 "llm": "LLM, all queries", "rank_ppi": "rank PPI", "rank_llm": "rank LLM"}
+        rows = [[r[key] for key in names] for r in ppi_runs(data)]
         return (f"<p>{html.escape(str(data['headline']))}</p>"
-                + _frame(table, f"{c.label}: PPI estimates vs LLM labels", limit=50) + tail)
-    cols = ["system", "human", "llm", "delta", "rank_human", "rank_llm"]
-    return _frame(c.runs[cols], f"NDCG@{c.k}: human vs LLM labels", limit=50) + tail
+                + _rows(rows, list(names.values()),
+                        f"{data['measure']}: PPI estimates vs LLM labels", limit=50) + tail)
+    rows = [[tag, r["human"], r["llm"], r["delta"], r["rank"]["human"], r["rank"]["llm"]]
+            for tag, r in data["runs"].items()]
+    return (_rows(rows, ["system", "human", "llm", "delta", "rank_human", "rank_llm"],
+                  f"NDCG@{data['k']}: human vs LLM labels", limit=50) + tail)
+
+
+def _rows(rows: list[list[Any]], header: list[str], caption: str, limit: int) -> str:
+    """Plain rows as :func:`_frame` shows a table's: the first ``limit``, missing values
+    as n/a."""
+    shown = [[None if _missing(v) else v for v in r] for r in rows[:limit]]
+    more = f" (first {limit} of {len(rows)})" if len(rows) > limit else ""
+    return table(shown, header, caption + more)
 
 
 _AGREEMENT_ROWS = (("n", "pairs judged by both"), ("exact_agreement", "exact agreement"),
