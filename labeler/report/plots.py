@@ -154,12 +154,13 @@ BOX_RUNS = 20
 most, by mean |delta|); the histogram always holds every run."""
 
 
-def delta_distribution(data: Mapping[str, Any]) -> Figure:
-    """Per-query deltas (LLM − human NDCG@k) of a comparison's plain data (``to_dict()``):
-    histogram of all, and a box per run.
+def delta_distribution(comparison: HasDict | Mapping[str, Any]) -> Figure:
+    """Per-query deltas (LLM − human NDCG@k) of a comparison or its plain data
+    (``to_dict()``): histogram of all, and a box per run.
 
     Usage: ``delta_distribution(comparison.to_dict())``
     """
+    data = comparison if isinstance(comparison, Mapping) else comparison.to_dict()
     k = data["k"]
     by_run = {s: np.array([v["delta"] for v in qs.values() if v.get("delta") is not None],
                           dtype=float)
@@ -229,12 +230,13 @@ def confusion_heatmap(matrix: Sequence[Sequence[int]], grades: Sequence[int] = (
     return fig
 
 
-def ideal_change(data: Mapping[str, Any]) -> Figure:
+def ideal_change(comparison: HasDict | Mapping[str, Any]) -> Figure:
     """Per query: human NDCG@k of the chunks ranked by LLM grade (1.0 = same ideal order),
-    from a comparison's plain data (``to_dict()``).
+    of a comparison or its plain data (``to_dict()``).
 
     Usage: ``ideal_change(comparison.to_dict())``
     """
+    data = comparison if isinstance(comparison, Mapping) else comparison.to_dict()
     per_query = (data.get("ideal_ranking_change") or {}).get("per_query") or {}
     ideal = sorted(per_query.items(), key=lambda qv: (qv[1] is None, qv[1] or 0.0, qv[0]))
     fig = _figure(5.6, max(3.0, 1.1 + 0.22 * len(ideal)))
