@@ -215,6 +215,8 @@ class Comparison:
             "ideal_ranking_change": {
                 **self.ideal_summary(),
                 "per_query": {r.query_id: _num(r.ndcg) for r in self.ideal.itertuples()},
+                "judged": {r.query_id: {"n_human": int(r.n_human), "n_llm": int(r.n_llm)}
+                           for r in self.ideal.itertuples()},
             },
             "most_changed": [
                 {"query_id": r.query_id, "query": r.query, "mean_abs_delta": _num(r.mean_abs_delta),
