@@ -20,9 +20,6 @@ from labeler import fmt
 if TYPE_CHECKING:
     import pandas as pd
 
-    from labeler.report.shapes import (AgreementView, LabelResultView, ReconciliationView,
-                                       ScoreResultView)
-
 
 __all__ = ["JupyterProgress", "agreement_html", "comparison_html", "in_notebook", "label_html",
            "reconciliation_html", "score_html"]
@@ -59,20 +56,24 @@ def _missing(v: Any) -> bool:
         return False
 
 
-def label_html(result: LabelResultView) -> str:
-    """The job's summary line, then the first records."""
-    s = result.summary
+def label_html(records: pd.DataFrame, summary: str) -> str:
+    """A labelling job's summary line, then the first of its records.
+
+    Usage: ``label_html(result.records, result.summary.render())``
+    """
     cols = [c for c in ("query_id", "chunk_id", "grade", "status", "rationale", "error")
-            if c in result.records.columns]
-    return (f"<p>{html.escape(s.render())}</p>"
-            + _frame(result.records[cols], "label records"))
+            if c in records.columns]
+    return f"<p>{html.escape(summary)}</p>" + _frame(records[cols], "label records")
 
 
-def score_html(result: ScoreResultView) -> str:
-    """The per-run summary: run, k, mean, median, queries, judged share."""
+def score_html(summary: pd.DataFrame) -> str:
+    """A score result's per-run summary: run, k, mean, median, queries, judged share.
+
+    Usage: ``score_html(result.summary)``
+    """
     cols = ["system", "k", "mean", "median", "n_queries", "n_empty", "judged_share"]
-    return _frame(result.summary[[c for c in cols if c in result.summary.columns]],
-                  "NDCG@k per run", limit=50)
+    return _frame(summary[[c for c in cols if c in summary.columns]], "NDCG@k per run",
+                  limit=50)
 
 
 def comparison_html(data: Mapping[str, Any]) -> str:
@@ -116,9 +117,12 @@ _AGREEMENT_ROWS = (("n", "pairs judged by both"), ("exact_agreement", "exact agr
                    ("mean_signed_difference", "mean signed difference (LLM - human)"))
 
 
-def agreement_html(r: AgreementView | Mapping[str, Any]) -> str:
-    """The headline agreement statistics with their intervals, and the confusion matrix."""
-    d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
+def agreement_html(d: Mapping[str, Any]) -> str:
+    """The headline agreement statistics with their intervals, and the confusion matrix, of
+    an agreement report's plain data (``to_dict()``).
+
+    Usage: ``agreement_html(report.to_dict())``
+    """
     ci = d.get("ci") or {}
     rows = [[label, d.get(key) if key != "n" else str(d.get(key)), fmt.interval(ci.get(key))
              if ci.get(key) else ""] for key, label in _AGREEMENT_ROWS]
@@ -128,10 +132,14 @@ def agreement_html(r: AgreementView | Mapping[str, Any]) -> str:
     return table(rows, ["statistic", "value", "95% CI"], "agreement with human labels") + grid
 
 
-def reconciliation_html(rec: ReconciliationView) -> str:
-    """Agreement (if any), then the merged label counts."""
-    counts = rec.merged_counts
-    parts = [agreement_html(rec.agreement)] if rec.agreement is not None else [
+def reconciliation_html(data: Mapping[str, Any]) -> str:
+    """Agreement (if any), then the merged label counts, of a reconcile result's plain data
+    (``to_dict()``: the agreement's keys when there is one, and ``merged``).
+
+    Usage: ``reconciliation_html(result.to_dict())``
+    """
+    counts = data["merged"]
+    parts = [agreement_html(data)] if "confusion_matrix" in data else [
         "<p>No pair is judged by both the LLM and the humans.</p>"]
     parts.append(table([[k, str(v)] for k, v in counts.items()], ["merged labels", "pairs"]))
     return "".join(parts)
