@@ -219,7 +219,8 @@ class Comparison:
                            for r in self.ideal.itertuples()},
             },
             "most_changed": [
-                {"query_id": r.query_id, "query": r.query, "mean_abs_delta": _num(r.mean_abs_delta),
+                {"query_id": r.query_id, "query": r.query if isinstance(r.query, str) else None,
+                 "mean_abs_delta": _num(r.mean_abs_delta),
                  "mean_delta": _num(r.mean_delta), "n_runs": int(r.n_runs),
                  "ideal": _num(r.ideal)}
                 for r in self.most_changed.itertuples()],
