@@ -103,7 +103,7 @@ def test_to_dict_has_the_spec_keys_and_is_strict_json(human: pd.DataFrame,
     assert d["k"] == 10
     assert set(d["runs"]) == set(runs["system"])
     for v in d["runs"].values():
-        assert set(v) == {"human", "llm", "delta", "human_ci", "llm_ci", "shared"}
+        assert set(v) == {"human", "llm", "delta", "human_ci", "llm_ci", "shared", "rank"}
         assert v["delta"] == pytest.approx(v["llm"] - v["human"])
         assert v["human_ci"][0] < v["human"] < v["human_ci"][1]
     assert len(d["pairs"]) == 6 and sum(d["verdicts"].values()) == 6

@@ -80,6 +80,21 @@ def test_judges_are_ranked_by_alpha_and_json_has_reconciles_keys(board) -> None:
     assert "Olz-gpt4o" in board.to_text().splitlines()[2]
 
 
+def test_the_leaderboard_text_and_report_can_be_redrawn_from_its_json(board,
+                                                                     tmp_path: Path) -> None:
+    """The judges' renderers read the JSON contract only: the leaderboard's JSON, read back,
+    draws the same terminal text and report as the leaderboard itself."""
+    from labeler.report.judges import write_judges_report
+    from labeler.report.judges_text import leaderboard_text
+
+    data = json.loads(json.dumps(board.to_dict()))
+    assert leaderboard_text(data) == board.to_text()
+    from_board = write_judges_report(board, tmp_path / "board")
+    from_json = write_judges_report(data, tmp_path / "json")
+    for kind in ("md", "html", "json"):
+        assert from_json[kind].read_bytes() == from_board[kind].read_bytes()
+
+
 def test_only_the_pairs_every_judge_graded_are_compared(human: pd.DataFrame) -> None:
     a = io.read_labels(LLMJUDGE / "Olz-gpt4o.qrels")
     b = io.read_labels(LLMJUDGE / "willia-umbrela1.qrels")

@@ -187,8 +187,8 @@ def test_the_report_says_how_many_queries_would_resolve_an_unresolved_pair(
     x = c.advice[0]
     assert "would likely resolve each unresolved pair" in md
     assert f"| {x['now']} | {x['needed']} of 10 |" in md
-    assert c.planning_line is not None and c.planning_line in render_text(c)
-    assert "would likely be resolved with" not in render_text(c)
+    assert c.planning_line is not None and c.planning_line in render_text(c.to_dict())
+    assert "would likely be resolved with" not in render_text(c.to_dict())
     paths = write_report(c, tmp_path / "report")
     assert 'id="advice"' in paths["html"].read_text()
     assert json.loads(paths["json"].read_text())["statistics"]["to_resolve"][0]["needed"] \

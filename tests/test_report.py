@@ -149,6 +149,21 @@ def test_write_report_writes_json_md_html(evil, agreement: dict,
     assert paths["md"].read_text().startswith("# \\<Audit\\>")
 
 
+def test_the_report_and_the_terminal_text_can_be_redrawn_from_report_json(
+        evil, agreement: dict, written: dict[str, Path]) -> None:
+    """The renderers read the JSON contract only: report.json, read back, draws the same
+    Markdown, HTML and terminal text as the comparison it was written from."""
+    from labeler.report.comparison import render_html
+    from labeler.report.notebook import comparison_html
+    from labeler.report.text import render_text
+
+    data = json.loads(written["json"].read_text())
+    assert render_markdown(data, "<Audit>", agreement) == written["md"].read_text()
+    assert render_html(data, "<Audit>", agreement) == written["html"].read_text()
+    assert render_text(data) == evil.to_text()
+    assert comparison_html(data) == evil._repr_html_()
+
+
 def test_real_slice_report_lists_runs_swaps_and_queries(tmp_path: Path) -> None:
     human = io.read_qrels(DATA / "human.qrels")
     llm = human.assign(grade=human["grade"].where(human["grade"] != 1, 2))

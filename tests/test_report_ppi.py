@@ -221,7 +221,7 @@ def test_human_only_intervals_show_beside_ppi_when_present(case: dict[str, Any],
             return d
 
     c = Later(case["c"])
-    text = render_text(c)  # type: ignore[arg-type]
+    text = render_text(c.to_dict())
     assert "(human labels alone ±0.2000)" in text
     paths = write_report(c, tmp_path / "r")  # type: ignore[arg-type]
     assert "| 7 | 3 | [0.5000, 0.9000] |" in paths["md"].read_text(encoding="utf-8")

@@ -95,7 +95,7 @@ class LabelResult(QrelsExport):
     def _repr_html_(self) -> str:
         from labeler.report.notebook import label_html
 
-        return label_html(self)
+        return label_html(self.records, self.summary.render())
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:

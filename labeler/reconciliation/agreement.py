@@ -326,7 +326,7 @@ class AgreementReport(BaseModel):
     def _repr_html_(self) -> str:
         from labeler.report.notebook import agreement_html
 
-        return agreement_html(self)
+        return agreement_html(self.to_dict())
 
 
 def agreement(*, llm: LabelsLike, human: QrelsLike, bootstrap: int = 1000, seed: int = 0,

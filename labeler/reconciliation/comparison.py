@@ -170,6 +170,7 @@ class Comparison:
                 ci = sig.run_ci(system, label)
                 item[f"{label}_ci"] = None if ci is None else list(ci)
             item["shared"] = {"human": _num(r.shared_human), "llm": _num(r.shared_llm)}
+            item["rank"] = {"human": _rank(r.rank_human), "llm": _rank(r.rank_llm)}
             if sig.options.ppi:
                 item["ppi"] = sig.run_ppi(system)
                 item["labelled"] = _labelled_item(r)
@@ -191,12 +192,14 @@ class Comparison:
                 best=sig.best_set()),
             "pairs": sig.pairs_to_dicts(),
             "verdicts": sig.counts,
-            "headline": None if sig.options.ppi else self.headline,
+            "headline": None,
             "shared_queries": sig.n_shared,
             "statistics": {**sig.options.to_dict(), "pairs": sig.pair_mode, "level": 0.95,
+                           "test_name": sig.options.test_name,
                            "planning": self.planning_line, "notes": list(sig.notes),
                            "to_resolve": [dict(a) for a in self.advice]},
             "gain": self.gain,
+            "measure_asked": self.measure,
             "include_empty": self.include_empty,
             "complete": self.complete,
             "order": {"human": list(self.order_human), "llm": list(self.order_llm)},
@@ -212,16 +215,19 @@ class Comparison:
             "ideal_ranking_change": {
                 **self.ideal_summary(),
                 "per_query": {r.query_id: _num(r.ndcg) for r in self.ideal.itertuples()},
+                "judged": {r.query_id: {"n_human": int(r.n_human), "n_llm": int(r.n_llm)}
+                           for r in self.ideal.itertuples()},
             },
             "most_changed": [
-                {"query_id": r.query_id, "query": r.query, "mean_abs_delta": _num(r.mean_abs_delta),
+                {"query_id": r.query_id, "query": r.query if isinstance(r.query, str) else None,
+                 "mean_abs_delta": _num(r.mean_abs_delta),
                  "mean_delta": _num(r.mean_delta), "n_runs": int(r.n_runs),
                  "ideal": _num(r.ideal)}
                 for r in self.most_changed.itertuples()],
         }
-        if sig.options.ppi:  # PPI's headline reads the runs, pairs and ranking above
-            from labeler.statistics.words import ppi_headline
-            out["headline"] = ppi_headline(out)
+        from labeler.statistics.words import headline, ppi_headline
+        # the headline reads the runs, pairs and verdicts above (PPI's: and the ranking)
+        out["headline"] = ppi_headline(out) if sig.options.ppi else headline(out)
         return out
 
     def ideal_summary(self) -> dict[str, Any]:
@@ -244,13 +250,17 @@ class Comparison:
 
     def to_text(self) -> str:
         """A plain-text table for the terminal."""
-        from labeler.report.comparison import render_text
-        return render_text(self)
+        from labeler.report.text import render_text
+        return render_text(self.to_dict())
 
     def _repr_html_(self) -> str:
         from labeler.report.notebook import comparison_html
 
-        return comparison_html(self)
+        return comparison_html(self.to_dict())
+
+
+def _rank(value: Any) -> int | None:
+    return None if pd.isna(value) else int(value)
 
 
 def _labelled_item(r: Any) -> dict[str, Any]:

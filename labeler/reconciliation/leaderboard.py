@@ -134,7 +134,7 @@ class Leaderboard:
         worse than the best, then the most disputed pairs."""
         from labeler.report.judges_text import leaderboard_text
 
-        return leaderboard_text(self)
+        return leaderboard_text(self.to_dict())
 
 
 def _col(name: str) -> str:

@@ -163,7 +163,7 @@ class Reconciliation(QrelsExport):
     def _repr_html_(self) -> str:
         from labeler.report.notebook import reconciliation_html
 
-        return reconciliation_html(self)
+        return reconciliation_html(self.to_dict())
 
 
 def reconcile(*, llm: LabelsLike, human: QrelsLike,

@@ -28,7 +28,7 @@ from labeler.report.escape import md_escape
 if TYPE_CHECKING:
     import jinja2
 
-    from labeler.report.shapes import ComparisonView
+    from labeler.report.shapes import HasDict
 
 
 DEFAULT_TITLE = "Human vs LLM labels"
@@ -153,55 +153,67 @@ def _leniency(delta: Any) -> str:
     return "" if not f else ("lenient" if f > 0 else "strict")
 
 
-def _context(c: ComparisonView, title: str, agreement: dict[str, Any] | None,
-             judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None,
-             data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _context(data: Mapping[str, Any], title: str, agreement: dict[str, Any] | None,
+             judge: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None
+             ) -> dict[str, Any]:
+    """What the templates show, from the comparison's plain data (``to_dict()``)."""
     from labeler.report import ppi_text
     from labeler.report.text import (
-        VERDICT_WORDS, by_human_rank, ppi_verdicts_line, ppi_words, ranking_lines, scope_line,
-        swap_significance, test_words,
+        VERDICT_WORDS, counts_line, ppi_verdicts_line, ppi_words, ranking_lines,
+        runs_by_human_rank, scope_line, swap_significance, test_words,
     )
 
-    per_query = c.per_query
-    sig = c.significance
-    data = c.to_dict() if data is None else data
-    has_ppi = bool(sig.options.ppi)
+    st = data["statistics"]
+    has_ppi = bool(st["ppi"])
     runs = []
-    for r in by_human_rank(c.runs).to_dict("records"):
-        runs.append({**r, "human_ci": sig.run_ci(r["system"], "human"),
-                     "llm_ci": sig.run_ci(r["system"], "llm"),
-                     "leniency": _leniency(r["delta"]), "ppi": sig.run_ppi(r["system"]),
-                     "human_only_ci": data["runs"].get(str(r["system"]), {}).get("human_only_ci")})
-    pairs = [{**p, "ppi": p.get("ppi")} for p in sig.pairs_to_dicts()]
+    for tag, r in runs_by_human_rank(data):
+        n, judged = data["n_queries"][tag], data["judged_share"][tag]
+        runs.append({"system": tag, "human": r["human"], "llm": r["llm"], "delta": r["delta"],
+                     "rank_human": r["rank"]["human"], "rank_llm": r["rank"]["llm"],
+                     "n_queries_human": n["human"], "n_queries_llm": n["llm"],
+                     "judged_share_human": judged["human"], "judged_share_llm": judged["llm"],
+                     "human_ci": r["human_ci"], "llm_ci": r["llm_ci"],
+                     "leniency": _leniency(r["delta"]), "ppi": r.get("ppi"),
+                     "human_only_ci": r.get("human_only_ci")})
+    pairs = [{**p, "ppi": p.get("ppi")} for p in data["pairs"]]
+    per_query = sorted(({"system": tag, "query_id": q, **v}
+                        for tag, qs in data["per_query"].items() for q, v in qs.items()),
+                       key=lambda r: (r["system"], r["query_id"]))
+    ideal = data["ideal_ranking_change"]
+    judged_by = ideal.get("judged") or {}
+    tests = test_words(st)
     return {
-        "title": title, "k": c.k, "label": c.label, "gain": c.gain,
-        "include_empty": c.include_empty,
+        "title": title, "k": data["k"], "label": data["measure"], "gain": data["gain"],
+        "include_empty": data["include_empty"],
         "runs": runs, "headline": data["headline"],
-        "verdicts_line": (ppi_verdicts_line(data, sig.options.alpha) if has_ppi else
-                          f"Verdicts {sig.counts_line()} ({test_words(sig)})"),
-        "counts": sig.counts, "pairs": pairs, "alpha": sig.options.alpha,
-        "test_words": test_words(sig), "has_ppi": has_ppi,
+        "verdicts_line": (ppi_verdicts_line(data, st["alpha"]) if has_ppi else
+                          f"Verdicts {counts_line(data)} ({tests})"),
+        "counts": data["verdicts"], "pairs": pairs, "alpha": st["alpha"],
+        "test_words": tests, "has_ppi": has_ppi,
         "ppi_runs": ppi_text.ppi_runs(data) if has_ppi else [],
         "ppi_scope": ppi_text.ppi_scope_line(data) if has_ppi else "",
         "resolved": ppi_text.resolved_pairs(data) if has_ppi else [],
-        "t_counts_line": f"verdicts {sig.counts_line()} ({test_words(sig)})",
-        "scope_line": scope_line(c), "verdict_words": VERDICT_WORDS,
-        "pairs_words": PAIRS_WORDS[sig.pair_mode],
-        "ppi_words": ppi_words(sig) if sig.options.ppi else "",
-        "planning": getattr(c, "planning_line", None), "stat_notes": list(sig.notes),
-        "advice": [dict(a) for a in getattr(c, "advice", ())],
-        "tau": c.kendall_tau, "rho": c.spearman_rho, "n_runs": len(c.runs),
+        "t_counts_line": f"verdicts {counts_line(data)} ({tests})",
+        "scope_line": scope_line(data), "verdict_words": VERDICT_WORDS,
+        "pairs_words": PAIRS_WORDS[st["pairs"]],
+        "ppi_words": ppi_words(st) if has_ppi else "",
+        "planning": st.get("planning"), "stat_notes": list(st.get("notes") or ()),
+        "advice": [dict(a) for a in st.get("to_resolve") or ()],
+        "tau": data["kendall_tau"], "rho": data["spearman_rho"], "n_runs": len(runs),
         "ranking_lines": ranking_lines(data["ranking"], ppi_text.rank_scope(data)),
         "rank_scope": ppi_text.rank_scope(data),
         **(_ppi_order_context(data) if has_ppi else {
-            "order_human": c.order_human, "order_llm": c.order_llm, "swaps": c.swaps,
-            "n_swaps": c.swap_count, "n_pairs": c.n_pairs,
-            "swap_note": swap_significance(c)}),
-        "ideal": c.ideal_summary(), "ideal_rows": c.ideal.to_dict("records"),
-        "most_changed": c.most_changed.to_dict("records"),
-        "per_query": per_query.head(MAX_TABLE_ROWS).to_dict("records"),
+            "order_human": tuple(data["order"]["human"]),
+            "order_llm": tuple(data["order"]["llm"]), "swaps": data["swaps"]["pairs"],
+            "n_swaps": data["swaps"]["n"], "n_pairs": data["swaps"]["n_pairs"],
+            "swap_note": swap_significance(data)}),
+        "ideal": {key: ideal[key] for key in ("mean", "median", "n_queries")},
+        "ideal_rows": [{"query_id": q, "ndcg": v, **(judged_by.get(q) or {})}
+                       for q, v in ideal["per_query"].items()],
+        "most_changed": data["most_changed"],
+        "per_query": per_query[:MAX_TABLE_ROWS],
         "n_per_query": len(per_query), "max_rows": MAX_TABLE_ROWS,
-        "n_queries": int(per_query["query_id"].nunique()),
+        "n_queries": len({r["query_id"] for r in per_query}),
         "agreement": _agreement_context(agreement),
         "judge": dict(judge) if judge else None,
         "drift": dict(drift) if drift else None,
@@ -241,44 +253,48 @@ def _env(autoescape: bool) -> jinja2.Environment:
 
 # ---------------------------------------------------------------------- renderers
 
-def render_markdown(comparison: ComparisonView, title: str = DEFAULT_TITLE,
+def render_markdown(comparison: HasDict | Mapping[str, Any], title: str = DEFAULT_TITLE,
                     agreement: Any = None, judge: Mapping[str, Any] | None = None,
-                    drift: Mapping[str, Any] | None = None, *,
-                    _data: Mapping[str, Any] | None = None) -> str:
-    """The comparison as Markdown (tables; data strings escaped)."""
-    ctx = _context(comparison, title, as_agreement(agreement), judge, drift, _data)
+                    drift: Mapping[str, Any] | None = None) -> str:
+    """A comparison or its plain data (``to_dict()``) as Markdown (tables; data strings
+    escaped)."""
+    ctx = _context(_plain(comparison), title, as_agreement(agreement), judge, drift)
     return _env(autoescape=False).get_template("report.md.j2").render(**ctx)
 
 
-def render_html(comparison: ComparisonView, title: str = DEFAULT_TITLE,
+def render_html(comparison: HasDict | Mapping[str, Any], title: str = DEFAULT_TITLE,
                 agreement: Any = None, judge: Mapping[str, Any] | None = None,
-                drift: Mapping[str, Any] | None = None, *,
-                _data: Mapping[str, Any] | None = None) -> str:
-    """The comparison as one self-contained HTML page with inline PNG plots."""
+                drift: Mapping[str, Any] | None = None) -> str:
+    """A comparison or its plain data (``to_dict()``) as one self-contained HTML page with
+    inline PNG plots."""
     from labeler.report import plots
     agree = as_agreement(agreement)
-    data = comparison.to_dict() if _data is None else _data
-    ctx = _context(comparison, title, agree, judge, drift, data)
+    data = _plain(comparison)
+    ctx = _context(data, title, agree, judge, drift)
     images = {"scatter": plots.to_data_uri(plots.ndcg_scatter(data)),
-              "deltas": plots.to_data_uri(plots.delta_distribution(comparison))}
-    if len(comparison.ideal):
-        images["ideal"] = plots.to_data_uri(plots.ideal_change(comparison))
+              "deltas": plots.to_data_uri(plots.delta_distribution(data))}
+    if data["ideal_ranking_change"]["n_queries"]:
+        images["ideal"] = plots.to_data_uri(plots.ideal_change(data))
     if agree is not None and agree.get("confusion_matrix") is not None:
         images["confusion"] = plots.to_data_uri(
             plots.confusion_heatmap(agree["confusion_matrix"]))
     return _env(autoescape=True).get_template("report.html.j2").render(images=images, **ctx)
 
 
-def render_text(comparison: ComparisonView) -> str:
+def render_text(comparison: HasDict | Mapping[str, Any]) -> str:
     """A plain-text summary for the terminal: the pair verdicts first, then the runs."""
     from labeler.report.text import render_text as _render
 
-    return _render(comparison)
+    return _render(_plain(comparison))
+
+
+def _plain(comparison: HasDict | Mapping[str, Any]) -> Mapping[str, Any]:
+    return comparison if isinstance(comparison, Mapping) else comparison.to_dict()
 
 
 # ---------------------------------------------------------------------- writer
 
-def write_report(comparison: ComparisonView, out_dir: str | os.PathLike[str],
+def write_report(comparison: HasDict | Mapping[str, Any], out_dir: str | os.PathLike[str],
                  agreement: Any = None, title: str = DEFAULT_TITLE,
                  judge: Mapping[str, Any] | None = None,
                  drift: Mapping[str, Any] | None = None) -> dict[str, Path]:
@@ -297,12 +313,12 @@ def write_report(comparison: ComparisonView, out_dir: str | os.PathLike[str],
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("the report directory is a file", path=out)
-    result = comparison.to_dict()  # once: its ranking block resamples the queries
+    result = _plain(comparison)  # once: its ranking block resamples the queries
     data = {**result, "title": title, "agreement": agree,
             "judge": dict(judge) if judge else None, "drift": dict(drift) if drift else None}
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    md = render_markdown(comparison, title, agree, judge, drift, _data=result)
-    html = render_html(comparison, title, agree, judge, drift, _data=result)
+    md = render_markdown(result, title, agree, judge, drift)
+    html = render_html(result, title, agree, judge, drift)
     io.write_json(data, paths["json"])
     io.write_text(md, paths["md"])
     io.write_text(html, paths["html"])

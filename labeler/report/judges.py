@@ -7,12 +7,13 @@ Markdown); the HTML's confusion matrices are inline PNGs (:mod:`labeler.report.p
 Usage::
 
     from labeler.report.judges import write_judges_report
-    write_judges_report(leaderboard(human=h, llm=sets), "out/judges")["html"]
+    write_judges_report(leaderboard(human=h, llm=sets).to_dict(), "out/judges")["html"]
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from labeler.errors import InputError
 from labeler.report.escape import md_escape
 
 if TYPE_CHECKING:
-    from labeler.report.shapes import LeaderboardView
+    from labeler.report.shapes import HasDict
 
 
 DEFAULT_TITLE = "Which judge agrees with the humans?"
@@ -29,33 +30,33 @@ BY_NAME = 8
 """Up to this many judges, the disputed pairs show each judge's grade in its own column."""
 
 
-def _context(board: LeaderboardView, title: str) -> dict[str, Any]:
+def _context(data: Mapping[str, Any], title: str) -> dict[str, Any]:
+    board: Mapping[str, Mapping[str, Any]] = data["judges"]
     judges = []
-    for rank, (name, rep) in enumerate(board.judges.items(), 1):
-        ci = (rep.ci or {}).get("krippendorff_alpha_ordinal")
+    for rank, (name, rep) in enumerate(board.items(), 1):
+        ci = (rep.get("ci") or {}).get("krippendorff_alpha_ordinal")
         judges.append({
-            "rank": rank, "name": name, "alpha": rep.krippendorff_alpha_ordinal,
+            "rank": rank, "name": name, "alpha": rep["krippendorff_alpha_ordinal"],
             "alpha_ci": fmt.interval(ci) if ci else fmt.MISSING,
-            "kappa": rep.cohen_kappa, "kappa_linear": rep.cohen_kappa_linear,
-            "kappa_quadratic": rep.cohen_kappa_quadratic, "exact": rep.exact_agreement,
-            "binary": rep.binary_agreement, "lean": rep.mean_signed_difference,
-            "tau": board.kendall_tau.get(name), "matrix": rep.confusion_matrix})
-    data = board.to_dict()
-    disputed = data["disagreements"]
+            "kappa": rep["cohen_kappa"], "kappa_linear": rep["cohen_kappa_linear"],
+            "kappa_quadratic": rep["cohen_kappa_quadratic"], "exact": rep["exact_agreement"],
+            "binary": rep["binary_agreement"], "lean": rep["mean_signed_difference"],
+            "tau": rep.get("kendall_tau"), "matrix": rep["confusion_matrix"]})
+    disputed = [dict(d) for d in data["disagreements"]]
     for d in disputed:   # many judges: counts per grade instead of one column per judge
         d["counts"] = [sum(v == g for v in d["grades"].values()) for g in range(4)]
-    return {"title": title, "n": board.n, "n_judges": len(judges), "judges": judges,
-            "has_tau": any(v is not None for v in board.kendall_tau.values()),
-            "k": board.k, "disputed": disputed, "by_name": len(judges) <= BY_NAME,
-            "ci_note": _ci_note(board), "versus": data["versus_best"],
+    return {"title": title, "n": data["n"], "n_judges": len(judges), "judges": judges,
+            "has_tau": any(j["tau"] is not None for j in judges),
+            "k": data["k"], "disputed": disputed, "by_name": len(judges) <= BY_NAME,
+            "ci_note": _ci_note(data), "versus": data["versus_best"],
             "versus_test": data["versus_best_test"], "best": data["best"],
             "not_shown_worse": data["not_shown_worse"][1:]}
 
 
-def _ci_note(board: LeaderboardView) -> str | None:
+def _ci_note(data: Mapping[str, Any]) -> str | None:
     """What the intervals are: ``95% CI: percentile bootstrap, 1000 resamples of whole
     queries`` (None without intervals)."""
-    ci = next((rep.ci for rep in board.judges.values() if rep.ci), None)
+    ci = next((rep["ci"] for rep in data["judges"].values() if rep.get("ci")), None)
     if not ci:
         return None
     unit = "whole queries" if ci.get("unit") == "query" else "pairs"
@@ -75,32 +76,36 @@ def _env(autoescape: bool) -> Any:
     return env
 
 
-def render_markdown(board: LeaderboardView, title: str = DEFAULT_TITLE) -> str:
-    """The leaderboard, confusion matrices and disputed pairs as Markdown."""
-    return str(_env(False).get_template("judges.md.j2").render(**_context(board, title)))
+def render_markdown(data: Mapping[str, Any], title: str = DEFAULT_TITLE) -> str:
+    """The leaderboard (its plain data, ``to_dict()``), confusion matrices and disputed pairs
+    as Markdown."""
+    return str(_env(False).get_template("judges.md.j2").render(**_context(data, title)))
 
 
-def render_html(board: LeaderboardView, title: str = DEFAULT_TITLE) -> str:
-    """One self-contained HTML page (inline CSS, confusion matrices as PNG data URIs)."""
+def render_html(data: Mapping[str, Any], title: str = DEFAULT_TITLE) -> str:
+    """One self-contained HTML page (inline CSS, confusion matrices as PNG data URIs) of the
+    leaderboard's plain data (``to_dict()``)."""
     from labeler.report import plots
-    images = {name: plots.to_data_uri(plots.confusion_heatmap(rep.confusion_matrix))
-              for name, rep in board.judges.items()}
+    images = {name: plots.to_data_uri(plots.confusion_heatmap(rep["confusion_matrix"]))
+              for name, rep in data["judges"].items()}
     return str(_env(True).get_template("judges.html.j2").render(
-        images=images, **_context(board, title)))
+        images=images, **_context(data, title)))
 
 
-def write_judges_report(board: LeaderboardView, out_dir: str | os.PathLike[str],
+def write_judges_report(board: Mapping[str, Any] | HasDict, out_dir: str | os.PathLike[str],
                         title: str = DEFAULT_TITLE) -> dict[str, Path]:
-    """Write ``report.json``, ``report.md`` and ``report.html`` into ``out_dir`` atomically.
+    """Write ``report.json``, ``report.md`` and ``report.html`` into ``out_dir`` atomically,
+    from a leaderboard or its plain data (``to_dict()``).
 
     Usage: ``write_judges_report(board, "judges-report/")["html"]``
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("the report directory is a file", path=out)
+    data = board if isinstance(board, Mapping) else board.to_dict()
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    md, html = render_markdown(board, title), render_html(board, title)
-    io.write_json({**board.to_dict(), "title": title}, paths["json"])
+    md, html = render_markdown(data, title), render_html(data, title)
+    io.write_json({**data, "title": title}, paths["json"])
     io.write_text(md, paths["md"])
     io.write_text(html, paths["html"])
     return paths

@@ -20,9 +20,6 @@ from labeler import fmt
 if TYPE_CHECKING:
     import pandas as pd
 
-    from labeler.report.shapes import (AgreementView, ComparisonView, LabelResultView,
-                                       ReconciliationView, ScoreResultView)
-
 
 __all__ = ["JupyterProgress", "agreement_html", "comparison_html", "in_notebook", "label_html",
            "reconciliation_html", "score_html"]
@@ -59,42 +56,57 @@ def _missing(v: Any) -> bool:
         return False
 
 
-def label_html(result: LabelResultView) -> str:
-    """The job's summary line, then the first records."""
-    s = result.summary
+def label_html(records: pd.DataFrame, summary: str) -> str:
+    """A labelling job's summary line, then the first of its records.
+
+    Usage: ``label_html(result.records, result.summary.render())``
+    """
     cols = [c for c in ("query_id", "chunk_id", "grade", "status", "rationale", "error")
-            if c in result.records.columns]
-    return (f"<p>{html.escape(s.render())}</p>"
-            + _frame(result.records[cols], "label records"))
+            if c in records.columns]
+    return f"<p>{html.escape(summary)}</p>" + _frame(records[cols], "label records")
 
 
-def score_html(result: ScoreResultView) -> str:
-    """The per-run summary: run, k, mean, median, queries, judged share."""
+def score_html(summary: pd.DataFrame) -> str:
+    """A score result's per-run summary: run, k, mean, median, queries, judged share.
+
+    Usage: ``score_html(result.summary)``
+    """
     cols = ["system", "k", "mean", "median", "n_queries", "n_empty", "judged_share"]
-    return _frame(result.summary[[c for c in cols if c in result.summary.columns]],
-                  "NDCG@k per run", limit=50)
+    return _frame(summary[[c for c in cols if c in summary.columns]], "NDCG@k per run",
+                  limit=50)
 
 
-def comparison_html(c: ComparisonView) -> str:
-    """Runs under human and LLM labels, and the order correlation; with PPI, the headline
-    and the PPI readout's runs table (the estimates, both label sets on the labelled
-    queries, the LLM means over all)."""
-    tail = (f"<p>Kendall's tau {fmt.num(c.kendall_tau)}, Spearman's rho "
-            f"{fmt.num(c.spearman_rho)} between the two orders of the runs.</p>")
-    if c.significance.options.ppi:
-        import pandas as pd
+def comparison_html(data: Mapping[str, Any]) -> str:
+    """Runs under human and LLM labels, and the order correlation, from a comparison's plain
+    data (``to_dict()``); with PPI, the headline and the PPI readout's runs table (the
+    estimates, both label sets on the labelled queries, the LLM means over all).
 
+    Usage: ``comparison_html(comparison.to_dict())``
+    """
+    tail = (f"<p>Kendall's tau {fmt.num(data['kendall_tau'])}, Spearman's rho "
+            f"{fmt.num(data['spearman_rho'])} between the two orders of the runs.</p>")
+    if data["statistics"]["ppi"]:
         from labeler.report.ppi_text import ppi_runs
 
-        data = c.to_dict()
         names = {"system": "run", "estimate": "human, PPI", "labelled_human": "human, labelled",
-                "labelled_llm": "LLM, labelled", "delta": "delta, labelled",
-                "llm": "LLM, all queries", "rank_ppi": "rank PPI", "rank_llm": "rank LLM"}
-        table = pd.DataFrame(ppi_runs(data))[list(names)].rename(columns=names)
+                 "labelled_llm": "LLM, labelled", "delta": "delta, labelled",
+                 "llm": "LLM, all queries", "rank_ppi": "rank PPI", "rank_llm": "rank LLM"}
+        rows = [[r[key] for key in names] for r in ppi_runs(data)]
         return (f"<p>{html.escape(str(data['headline']))}</p>"
-                + _frame(table, f"{c.label}: PPI estimates vs LLM labels", limit=50) + tail)
-    cols = ["system", "human", "llm", "delta", "rank_human", "rank_llm"]
-    return _frame(c.runs[cols], f"NDCG@{c.k}: human vs LLM labels", limit=50) + tail
+                + _rows(rows, list(names.values()),
+                        f"{data['measure']}: PPI estimates vs LLM labels", limit=50) + tail)
+    rows = [[tag, r["human"], r["llm"], r["delta"], r["rank"]["human"], r["rank"]["llm"]]
+            for tag, r in data["runs"].items()]
+    return (_rows(rows, ["system", "human", "llm", "delta", "rank_human", "rank_llm"],
+                  f"NDCG@{data['k']}: human vs LLM labels", limit=50) + tail)
+
+
+def _rows(rows: list[list[Any]], header: list[str], caption: str, limit: int) -> str:
+    """Plain rows as :func:`_frame` shows a table's: the first ``limit``, missing values
+    as n/a."""
+    shown = [[None if _missing(v) else v for v in r] for r in rows[:limit]]
+    more = f" (first {limit} of {len(rows)})" if len(rows) > limit else ""
+    return table(shown, header, caption + more)
 
 
 _AGREEMENT_ROWS = (("n", "pairs judged by both"), ("exact_agreement", "exact agreement"),
@@ -105,9 +117,12 @@ _AGREEMENT_ROWS = (("n", "pairs judged by both"), ("exact_agreement", "exact agr
                    ("mean_signed_difference", "mean signed difference (LLM - human)"))
 
 
-def agreement_html(r: AgreementView | Mapping[str, Any]) -> str:
-    """The headline agreement statistics with their intervals, and the confusion matrix."""
-    d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
+def agreement_html(d: Mapping[str, Any]) -> str:
+    """The headline agreement statistics with their intervals, and the confusion matrix, of
+    an agreement report's plain data (``to_dict()``).
+
+    Usage: ``agreement_html(report.to_dict())``
+    """
     ci = d.get("ci") or {}
     rows = [[label, d.get(key) if key != "n" else str(d.get(key)), fmt.interval(ci.get(key))
              if ci.get(key) else ""] for key, label in _AGREEMENT_ROWS]
@@ -117,10 +132,14 @@ def agreement_html(r: AgreementView | Mapping[str, Any]) -> str:
     return table(rows, ["statistic", "value", "95% CI"], "agreement with human labels") + grid
 
 
-def reconciliation_html(rec: ReconciliationView) -> str:
-    """Agreement (if any), then the merged label counts."""
-    counts = rec.merged_counts
-    parts = [agreement_html(rec.agreement)] if rec.agreement is not None else [
+def reconciliation_html(data: Mapping[str, Any]) -> str:
+    """Agreement (if any), then the merged label counts, of a reconcile result's plain data
+    (``to_dict()``: the agreement's keys when there is one, and ``merged``).
+
+    Usage: ``reconciliation_html(result.to_dict())``
+    """
+    counts = data["merged"]
+    parts = [agreement_html(data)] if "confusion_matrix" in data else [
         "<p>No pair is judged by both the LLM and the humans.</p>"]
     parts.append(table([[k, str(v)] for k, v in counts.items()], ["merged labels", "pairs"]))
     return "".join(parts)

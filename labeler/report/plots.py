@@ -7,7 +7,7 @@ In a notebook a returned figure displays itself.
 Usage::
 
     from labeler.report import plots
-    fig = plots.ndcg_scatter(comparison)
+    fig = plots.ndcg_scatter(comparison.to_dict())
     uri = plots.to_data_uri(fig)          # "data:image/png;base64,..." for <img src>
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import io as _io
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ import numpy as np
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from labeler.report.shapes import ComparisonView
+    from labeler.report.shapes import HasDict
 
 
 _BLUE = "#2c6fbb"
@@ -73,7 +74,7 @@ def scatter_points(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def ndcg_scatter(comparison: ComparisonView | Mapping[str, Any]) -> Figure:
+def ndcg_scatter(comparison: HasDict | Mapping[str, Any]) -> Figure:
     """Each run's mean NDCG@k under human (x) and LLM (y) labels with its 95% interval under
     each label set as error bars, and the diagonal y = x. With PPI, x is the PPI estimate
     and its interval. Takes a comparison or its plain data (``to_dict()``)."""
@@ -153,24 +154,32 @@ BOX_RUNS = 20
 most, by mean |delta|); the histogram always holds every run."""
 
 
-def delta_distribution(comparison: ComparisonView) -> Figure:
-    """Per-query deltas (LLM − human NDCG@k): histogram of all, and a box per run."""
-    k = comparison.k
-    pq = comparison.per_query.dropna(subset=["delta"])
-    systems = [s for s in comparison.systems if (pq["system"] == s).any()]
+def delta_distribution(comparison: HasDict | Mapping[str, Any]) -> Figure:
+    """Per-query deltas (LLM − human NDCG@k) of a comparison or its plain data
+    (``to_dict()``): histogram of all, and a box per run.
+
+    Usage: ``delta_distribution(comparison.to_dict())``
+    """
+    data = comparison if isinstance(comparison, Mapping) else comparison.to_dict()
+    k = data["k"]
+    by_run = {s: np.array([v["delta"] for v in qs.values() if v.get("delta") is not None],
+                          dtype=float)
+              for s, qs in (data.get("per_query") or {}).items()}
+    by_run = {s: d for s, d in by_run.items() if len(d)}
+    systems = list(by_run)
     n_all = len(systems)
     if n_all > BOX_RUNS:   # a box per run stays readable: the runs the labels move most
-        moved = pq.groupby("system")["delta"].apply(lambda d: float(np.abs(d).mean()))
-        keep = set(moved.sort_values(ascending=False, kind="stable").index[:BOX_RUNS])
+        moved = {s: float(np.abs(by_run[s]).mean()) for s in sorted(by_run)}
+        keep = set(sorted(moved, key=lambda s: -moved[s])[:BOX_RUNS])
         systems = [s for s in systems if s in keep]
     fig = _figure(10.0, max(3.6, 1.2 + 0.32 * len(systems)))
     ax_hist, ax_box = fig.subplots(1, 2, width_ratios=[1.0, 1.2])
-    deltas = pq["delta"].to_numpy(float)
+    deltas = np.concatenate(list(by_run.values())) if by_run else np.empty(0)
     if len(deltas):
         span = max(0.05, float(np.abs(deltas).max()))
         ax_hist.hist(deltas, bins=np.linspace(-span, span, 25), color=_BLUE, alpha=0.85,
                      edgecolor="white")
-        groups = [pq.loc[pq["system"] == s, "delta"].to_numpy(float) for s in systems]
+        groups = [by_run[s] for s in systems]
         style: dict[str, Any] = {
             "widths": 0.6, "patch_artist": True,
             "boxprops": {"facecolor": "#cfe0f3", "edgecolor": _BLUE},
@@ -221,17 +230,24 @@ def confusion_heatmap(matrix: Sequence[Sequence[int]], grades: Sequence[int] = (
     return fig
 
 
-def ideal_change(comparison: ComparisonView) -> Figure:
-    """Per query: human NDCG@k of the chunks ranked by LLM grade (1.0 = same ideal order)."""
-    ideal = comparison.ideal.sort_values(["ndcg", "query_id"], kind="stable")
+def ideal_change(comparison: HasDict | Mapping[str, Any]) -> Figure:
+    """Per query: human NDCG@k of the chunks ranked by LLM grade (1.0 = same ideal order),
+    of a comparison or its plain data (``to_dict()``).
+
+    Usage: ``ideal_change(comparison.to_dict())``
+    """
+    data = comparison if isinstance(comparison, Mapping) else comparison.to_dict()
+    per_query = (data.get("ideal_ranking_change") or {}).get("per_query") or {}
+    ideal = sorted(per_query.items(), key=lambda qv: (qv[1] is None, qv[1] or 0.0, qv[0]))
     fig = _figure(5.6, max(3.0, 1.1 + 0.22 * len(ideal)))
     ax = fig.add_subplot()
     ys = np.arange(len(ideal))
-    ax.barh(ys, ideal["ndcg"].to_numpy(float), color=_ORANGE, alpha=0.85)
-    ax.set_yticks(ys, [_label(q) for q in ideal["query_id"]], fontsize=7)
+    ax.barh(ys, np.array([math.nan if v is None else v for _, v in ideal], dtype=float),
+            color=_ORANGE, alpha=0.85)
+    ax.set_yticks(ys, [_label(q) for q, _ in ideal], fontsize=7)
     ax.set_xlim(0, 1.02)
     ax.axvline(1.0, color=_GREY, linestyle="--", linewidth=1)
-    ax.set_xlabel(f"NDCG@{comparison.k} (human labels) of the LLM's ideal ranking")
+    ax.set_xlabel(f"NDCG@{data['k']} (human labels) of the LLM's ideal ranking")
     ax.set_title("How much the ideal ranking changes", fontsize=11)
     ax.grid(alpha=0.25, axis="x")
     if not len(ideal):

@@ -4,7 +4,8 @@ their intervals, the pairs that differ, PPI estimates, and the order statistics.
 Usage::
 
     from labeler.report.text import render_text
-    print(render_text(compare(human="human.qrels", llm="labels.jsonl", runs=["a.run", "b.run"])))
+    c = compare(human="human.qrels", llm="labels.jsonl", runs=["a.run", "b.run"])
+    print(render_text(c.to_dict()))
 """
 
 from __future__ import annotations
@@ -18,76 +19,91 @@ from labeler.report.escape import plain
 if TYPE_CHECKING:
     import pandas as pd
 
-    from labeler.report.shapes import ComparisonView, SignificanceView
 
+def render_text(data: Mapping[str, Any]) -> str:
+    """A plain-text summary for the terminal from a comparison's plain data (its
+    ``to_dict()``): the pair verdicts first, then the runs. With PPI the readout is PPI's
+    (:mod:`labeler.report.ppi_text`).
 
-def render_text(comparison: ComparisonView) -> str:
-    """A plain-text summary for the terminal: the pair verdicts first, then the runs. With
-    PPI the readout is PPI's (:mod:`labeler.report.ppi_text`).
-
-    Usage: ``print(render_text(compare(human=human, llm=llm, runs=runs)))``
+    Usage: ``print(render_text(compare(human=human, llm=llm, runs=runs).to_dict()))``
     """
     from labeler.report import ppi_text
 
-    c = comparison
-    sig = c.significance
-    data = c.to_dict()
-    ppi = bool(sig.options.ppi)
-    by = f"@{c.k}" if c.measure is None else f" {c.measure}"
+    st = data["statistics"]
+    ppi = bool(st["ppi"])
+    k, label = data["k"], data["measure"]
+    asked = data.get("measure_asked")
+    by = f"@{k}" if asked is None else f" {asked}"
     if ppi:
-        lines = [ppi_verdicts_line(data, sig.options.alpha), plain(data["headline"]), ""]
-        header, rows = ppi_text.ppi_table_lines(data, c.label)
+        lines = [ppi_verdicts_line(data, st["alpha"]), plain(data["headline"]), ""]
+        header, rows = ppi_text.ppi_table_lines(data, label)
         lines += _table(header, rows)
         lines.append(ppi_text.ppi_scope_line(data))
     else:
-        lines = [f"Verdicts {sig.counts_line()} ({test_words(sig)})", plain(c.headline), ""]
+        lines = [f"Verdicts {counts_line(data)} ({test_words(st)})", plain(data["headline"]),
+                 ""]
         header = ["run", f"human{by} [95% CI]", f"llm{by} [95% CI]", "delta", "rank h→l",
                   "queries h/l", "judged h/l"]
-        rows = [[plain(r.system), _with_ci(r.human, sig.run_ci(str(r.system), "human")),
-                 _with_ci(r.llm, sig.run_ci(str(r.system), "llm")),
-                 fmt.num(r.delta, signed=True), f"{_rank(r.rank_human)}→{_rank(r.rank_llm)}",
-                 f"{r.n_queries_human}/{r.n_queries_llm}",
-                 f"{fmt.share(r.judged_share_human)}/{fmt.share(r.judged_share_llm)}"]
-                for r in by_human_rank(c.runs).itertuples()]
+        rows = []
+        for tag, r in runs_by_human_rank(data):
+            n, judged, rank = data["n_queries"][tag], data["judged_share"][tag], r["rank"]
+            rows.append([plain(tag), _with_ci(r["human"], r["human_ci"]),
+                         _with_ci(r["llm"], r["llm_ci"]), fmt.num(r["delta"], signed=True),
+                         f"{_rank(rank['human'])}→{_rank(rank['llm'])}",
+                         f"{n['human']}/{n['llm']}",
+                         f"{fmt.share(judged['human'])}/{fmt.share(judged['llm'])}"])
         lines += _table(header, rows)
-        lines.append(scope_line(c))
+        lines.append(scope_line(data))
     lines.append("")
     if ppi:
-        lines += [*ppi_text.resolved_lines(data, c.label, sig.options.alpha), ""]
+        lines += [*ppi_text.resolved_lines(data, label, st["alpha"]), ""]
         lines.append(f"Paired t-tests on the human-labelled queries both runs score "
-                     f"({sig.counts_line()}):")
-    lines += _pair_lines(c)
+                     f"({counts_line(data)}):")
+    lines += _pair_lines(data)
     if ppi:
-        lines += ["", *_ppi_lines(c, data)]
+        lines += ["", *_ppi_lines(data)]
     lines.append("")
     scope = ppi_text.rank_scope(data)
-    if c.kendall_tau is None and c.spearman_rho is None:
+    if data["kendall_tau"] is None and data["spearman_rho"] is None:
         lines.append("Kendall's tau / Spearman's rho: n/a (fewer than two runs scored "
                      "under both label sets)")
     else:
-        lines.append(f"Kendall's tau {fmt.num(c.kendall_tau)}, Spearman's rho "
-                     f"{fmt.num(c.spearman_rho)} between the two orders of the runs, "
+        lines.append(f"Kendall's tau {fmt.num(data['kendall_tau'])}, Spearman's rho "
+                     f"{fmt.num(data['spearman_rho'])} between the two orders of the runs, "
                      f"{scope}")
     lines += [plain(line) for line in ranking_lines(data["ranking"], scope)]
     if ppi:
         lines.append(ppi_text.ppi_swap_line(data))
     else:
-        swaps = ", ".join(f"{plain(s.human_first)} ↔ {plain(s.llm_first)}" for s in c.swaps)
-        largest = (f" (the largest {len(c.swaps)}: {swaps})" if c.swap_count > len(c.swaps)
+        sw = data["swaps"]
+        listed = sw["pairs"]
+        swaps = ", ".join(f"{plain(s['human_first'])} ↔ {plain(s['llm_first'])}"
+                          for s in listed)
+        largest = (f" (the largest {len(listed)}: {swaps})" if sw["n"] > len(listed)
                    else f": {swaps}" if swaps else "")
-        lines.append(f"{c.swap_count} of {c.n_pairs} run pairs swap places" + largest
-                     + (f". {swap_significance(c)}." if c.swaps else ""))
-    ideal = c.ideal_summary()
-    lines.append(f"Ideal ranking by LLM grades, NDCG@{c.k} under human labels: mean "
+        lines.append(f"{sw['n']} of {sw['n_pairs']} run pairs swap places" + largest
+                     + (f". {swap_significance(data)}." if listed else ""))
+    ideal = data["ideal_ranking_change"]
+    lines.append(f"Ideal ranking by LLM grades, NDCG@{k} under human labels: mean "
                  f"{fmt.num(ideal['mean'])}, median {fmt.num(ideal['median'])} over "
                  f"{ideal['n_queries']} queries (1.0000 = unchanged)")
-    if len(c.most_changed):
-        top = ", ".join(f"{plain(r.query_id)} (|delta| {fmt.num(r.mean_abs_delta)}, delta "
-                        f"{fmt.num(r.mean_delta, signed=True)})"
-                        for r in c.most_changed.itertuples())
+    if data["most_changed"]:
+        top = ", ".join(f"{plain(r['query_id'])} (|delta| {fmt.num(r['mean_abs_delta'])}, "
+                        f"delta {fmt.num(r['mean_delta'], signed=True)})"
+                        for r in data["most_changed"])
         lines.append(f"Queries that change most (mean |delta| over runs, the order; mean "
                      f"delta): {top}")
     return "\n".join(lines) + "\n"
+
+
+def counts_line(data: Mapping[str, Any]) -> str:
+    """``"of 55 pairs: 12 confirmed, 0 reversed, 3 human-only, 1 llm-only, 39
+    unresolved"``, from a comparison's plain data."""
+    n = len(data["pairs"])
+    which = {"all": "", "best": " (each run against the best)",
+             "adjacent": " (neighbours in the order)"}[data["statistics"]["pairs"]]
+    return (f"of {n} pair{'' if n == 1 else 's'}{which}: "
+            + ", ".join(f"{c} {v}" for v, c in data["verdicts"].items()))
 
 
 def ppi_verdicts_line(data: Mapping[str, Any], alpha: float) -> str:
@@ -101,23 +117,21 @@ def ppi_verdicts_line(data: Mapping[str, Any], alpha: float) -> str:
             f"alpha {alpha:g})")
 
 
-def swap_significance(c: ComparisonView) -> str:
-    """Whether the swapped pairs are significant differences, as a sentence (no final
-    period): ``"Neither swap is a significant difference under either label set"``; ``""``
-    without swaps."""
-    if not c.swaps:
+def swap_significance(data: Mapping[str, Any]) -> str:
+    """Whether the swapped pairs (of a comparison's plain data) are significant differences,
+    as a sentence (no final period): ``"Neither swap is a significant difference under
+    either label set"``; ``""`` without swaps."""
+    listed = data["swaps"]["pairs"]
+    if not listed:
         return ""
-    pairs = c.significance.pairs
-    verdict = {frozenset((a, b)): v for a, b, v in zip(pairs["a"], pairs["b"], pairs["verdict"])}
-    n = len(c.swaps)
-    if c.swap_count > n:  # only the largest are listed: speak of those
-        real = sum(verdict.get(frozenset((s.human_first, s.llm_first)), "unresolved")
-                   != "unresolved" for s in c.swaps)
+    verdict = {frozenset((p["a"], p["b"])): p["verdict"] for p in data["pairs"]}
+    n = len(listed)
+    real = sum(verdict.get(frozenset((s["human_first"], s["llm_first"])), "unresolved")
+               != "unresolved" for s in listed)
+    if data["swaps"]["n"] > n:  # only the largest are listed: speak of those
         return (f"{real} of the {n} largest swaps listed "
                 f"{'is a significant difference' if real == 1 else 'are significant differences'}"
                 " under at least one label set")
-    real = sum(verdict.get(frozenset((s.human_first, s.llm_first)), "unresolved")
-               != "unresolved" for s in c.swaps)
     if real == 0:
         who = {1: "The swap is not", 2: "Neither swap is"}.get(n, "None of the swaps is")
         return f"{who} a significant difference under either label set"
@@ -131,24 +145,25 @@ MAX_PAIR_LINES = 50
 """The terminal lists at most this many pairs that differ."""
 
 
-def ppi_words(sig: SignificanceView) -> str:
-    """What the PPI intervals are intervals of, in one sentence."""
-    o = sig.options
-    what = ("the mean over these queries under full human labelling" if o.ppi_target ==
-            "queries" else "the mean over the population of queries these were drawn from")
+def ppi_words(statistics: Mapping[str, Any]) -> str:
+    """What the PPI intervals are intervals of, in one sentence (from a comparison's
+    ``statistics`` block)."""
+    what = ("the mean over these queries under full human labelling" if
+            statistics["ppi_target"] == "queries" else
+            "the mean over the population of queries these were drawn from")
     how = ("the LLM mean over every query corrected by the mean human − LLM difference on "
            "the human-judged random sample" + (" (LLM values weighted by a lambda fitted on "
-                                               "the other half of the sample)" if o.ppi_tune
-                                               else ""))
+                                               "the other half of the sample)"
+                                               if statistics["ppi_tune"] else ""))
     return (f"{how}. Each 95% interval is an interval of {what}; it holds if the judged "
             f"queries were drawn at random. Pair intervals: a − b, with Holm-adjusted "
             f"p-values and simultaneous intervals over the pairs.")
 
 
-def test_words(sig: SignificanceView) -> str:
-    """The test in words: ``"paired t-test, Holm-corrected, alpha 0.05"``."""
-    o = sig.options
-    return f"{o.test_name}, Holm-corrected, alpha {o.alpha:g}"
+def test_words(statistics: Mapping[str, Any]) -> str:
+    """The test in words, from a comparison's ``statistics`` block: ``"paired t-test,
+    Holm-corrected, alpha 0.05"``."""
+    return f"{statistics['test_name']}, Holm-corrected, alpha {statistics['alpha']:g}"
 
 
 def by_human_rank(runs: pd.DataFrame) -> pd.DataFrame:
@@ -158,14 +173,25 @@ def by_human_rank(runs: pd.DataFrame) -> pd.DataFrame:
                             kind="stable", na_position="last")
 
 
-def scope_line(c: ComparisonView) -> str:
+def runs_by_human_rank(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The ``runs`` of a comparison's plain data as ``(tag, run)``, best under human labels
+    first (as :func:`by_human_rank`)."""
+    def key(item: tuple[str, Mapping[str, Any]]) -> tuple[Any, ...]:
+        tag, r = item
+        rank, human = r["rank"]["human"], fmt.finite(r["human"])
+        return (rank is None, rank or 0, human is None, -(human or 0.0), tag)
+
+    return sorted(data["runs"].items(), key=key)
+
+
+def scope_line(data: Mapping[str, Any]) -> str:
     """What each mean, interval and rank is over, in one sentence."""
-    n = c.significance.n_shared
+    n = data["shared_queries"]
     shared = (f"Ranks are by the means over the {n} quer{'y' if n == 1 else 'ies'} every run "
               f"scores under both label sets" if n else
               "No query is scored by every run under both label sets: ranks are by each "
               "run's own mean")
-    every = ("; a query a run lacks counts 0 (--complete)" if c.complete else
+    every = ("; a query a run lacks counts 0 (--complete)" if data["complete"] else
              "; each mean and 95% interval is over the run's own queries (counts shown)")
     return (f"{shared}{every}. Each 95% interval is one of the mean over the population of "
             f"queries these were drawn from, under that label set, clipped to [0, 1].")
@@ -194,32 +220,32 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _pair_lines(c: ComparisonView) -> list[str]:
+def _pair_lines(data: Mapping[str, Any]) -> list[str]:
     """The pairs that differ under at least one label set, with their adjusted p-values."""
-    pairs = c.significance.pairs
-    shown = pairs.loc[pairs["verdict"] != "unresolved"]
-    if not len(pairs):
+    pairs = data["pairs"]
+    shown = [p for p in pairs if p["verdict"] != "unresolved"]
+    if not pairs:
         return ["No pair of runs to test (one run)."]
-    if shown.empty:
+    if not shown:
         return ["No difference between two runs is significant under either label set."]
     header = ["pair", "verdict", "queries", "human Δ", "p adj.", "LLM Δ", "p adj."]
     rows = [[f"{plain(r['a'])} − {plain(r['b'])}", str(r["verdict"]), str(r["n"]),
-             fmt.num(r["human_delta"], signed=True), fmt.pvalue(r["human_p_adjusted"]),
-             fmt.num(r["llm_delta"], signed=True), fmt.pvalue(r["llm_p_adjusted"])]
-            for r in shown.head(MAX_PAIR_LINES).to_dict("records")]
-    intro = (f"Pairs that differ under at least one label set (Δ = mean {c.label} of the "
-             "first minus the second, over the queries both runs score under both label "
+             fmt.num(r["human"]["delta"], signed=True), fmt.pvalue(r["human"]["p_adjusted"]),
+             fmt.num(r["llm"]["delta"], signed=True), fmt.pvalue(r["llm"]["p_adjusted"])]
+            for r in shown[:MAX_PAIR_LINES]]
+    intro = (f"Pairs that differ under at least one label set (Δ = mean {data['measure']} of "
+             "the first minus the second, over the queries both runs score under both label "
              "sets):")
     more = len(shown) - MAX_PAIR_LINES
     tail = [f"... and {more} more (see --json or --report)"] if more > 0 else []
     return [intro, *_table(header, rows), *tail, VERDICT_WORDS]
 
 
-def _ppi_lines(c: ComparisonView, data: Mapping[str, Any]) -> list[str]:
+def _ppi_lines(data: Mapping[str, Any]) -> list[str]:
     """What the PPI estimates are, what the LLM labels save against the human labels alone
     (when the data has the human-only intervals), the planning line and the notes."""
-    sig = c.significance
-    lines = [f"Prediction-powered estimates: {ppi_words(sig)}"]
+    st = data["statistics"]
+    lines = [f"Prediction-powered estimates: {ppi_words(st)}"]
     widths = []
     for tag, r in (data.get("runs") or {}).items():
         ppi_ci, alone = (r.get("ppi") or {}).get("ci"), r.get("human_only_ci")
@@ -229,10 +255,9 @@ def _ppi_lines(c: ComparisonView, data: Mapping[str, Any]) -> list[str]:
     if widths:
         lines.append("Half-widths of the 95% intervals with the LLM labels: "
                      + "; ".join(widths[:20]) + (" …" if len(widths) > 20 else "") + ".")
-    plan = getattr(c, "planning_line", None)
-    if plan:
-        lines.append(plain(plan))
-    lines += [plain(n) for n in sig.notes]
+    if st.get("planning"):
+        lines.append(plain(st["planning"]))
+    lines += [plain(n) for n in st.get("notes") or ()]
     return lines
 
 

@@ -123,7 +123,7 @@ class ScoreResult:
     def _repr_html_(self) -> str:
         from labeler.report.notebook import score_html
 
-        return score_html(self)
+        return score_html(self.summary)
 
     # ----------------------------------------------------------------------- frames
 

@@ -428,4 +428,10 @@ def headline(means: pd.DataFrame, sig: Significance) -> str:
     :func:`labeler.statistics.words.headline`)."""
     from labeler.statistics.words import headline as _headline
 
-    return _headline(means, sig)
+    r = sig.runs
+    runs = {} if len(means) == 0 else {
+        str(s): {"shared": {"human": _num(h), "llm": _num(m)}}
+        for s, h, m in zip(r["system"], r["shared_human"], r["shared_llm"])}
+    return _headline({"runs": runs, "pairs": sig.pairs_to_dicts(), "verdicts": sig.counts,
+                      "shared_queries": sig.n_shared,
+                      "statistics": {"alpha": sig.options.alpha}})

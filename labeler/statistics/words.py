@@ -9,7 +9,7 @@ labels alone do to it and to the differences PPI shows real.
 Usage::
 
     from labeler.statistics.words import headline, ppi_headline
-    headline(comparison.runs, comparison.significance)
+    headline(comparison.to_dict())
     ppi_headline(comparison.to_dict())
 """
 
@@ -17,12 +17,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import pandas as pd
-
-if TYPE_CHECKING:
-    from labeler.report.shapes import SignificanceView as Significance
 
 
 def _plural(n: int, one: str, many: str) -> str:
@@ -33,45 +29,48 @@ def _join(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def _best(runs: pd.DataFrame, col: str) -> str | None:
-    ok = runs.dropna(subset=[col])
-    if ok.empty:
-        return None
-    return str(ok.sort_values([col, "system"], ascending=[False, True],
-                              kind="stable").iloc[0]["system"])
+def _best(runs: Mapping[str, Mapping[str, Any]], label_set: str) -> str | None:
+    """The run with the highest mean over the shared queries under ``label_set`` (ties: the
+    first tag alphabetically)."""
+    means = _finite_values({t: (r.get("shared") or {}).get(label_set) for t, r in runs.items()})
+    return min(means, key=lambda t: (-means[t], t)) if means else None
 
 
-def headline(means: pd.DataFrame, sig: Significance) -> str:
+def headline(data: Mapping[str, Any]) -> str:
     """One sentence: on the ``n`` queries every run scores under both label sets, which run
     has the highest mean under human labels, from how many runs it differs by a real
     (Holm-adjusted) difference, and what the LLM labels do to the order and the verdicts.
-    ``means`` (``system`` and anything else) only names the runs; the means compared are
-    those over the shared queries (``sig.runs``).
+    From the comparison's plain data: ``runs`` (their ``shared`` means), ``pairs``,
+    ``verdicts``, ``shared_queries`` and ``statistics.alpha``.
 
-    Usage: ``headline(comparison.runs, sig)`` → ``"On the 43 queries every run scores under
+    Usage: ``headline(comparison.to_dict())`` → ``"On the 43 queries every run scores under
     both label sets, bert has the highest mean under human labels, ..."``
     """
-    runs = sig.runs
-    n = sig.n_shared
-    if len(means) == 0:
+    runs: Mapping[str, Mapping[str, Any]] = data.get("runs") or {}
+    n = int(data.get("shared_queries") or 0)
+    if len(runs) == 0:
         return "No run to compare."
     if n == 0:
         return ("No query is scored by every run under both label sets, so the runs are not "
                 "ranked on common queries (use --complete to count a query a run lacks as 0); "
                 "each pair below is tested on the queries both of its runs score.")
     scope = (f"On the {_plural(n, 'query', 'queries')} every run scores under both label "
-             f"sets" if len(means) > 1 else
+             f"sets" if len(runs) > 1 else
              f"On the {_plural(n, 'query', 'queries')} both label sets score")
-    best = _best(runs, "shared_human")
+    best = _best(runs, "human")
     if best is None:
         return f"{scope}, no run has a mean under human labels."
-    if len(means) < 2:
+    if len(runs) < 2:
         return f"{scope}: only one run ({best}), so there is no order to compare."
-    alpha = sig.options.alpha
-    p = sig.pairs
-    mine = p.loc[(p["a"] == best) | (p["b"] == best)]
-    sign = (mine["a"] == best).map({True: 1.0, False: -1.0})
-    ahead = int(((mine["human_p_adjusted"] < alpha) & (sign * mine["human_delta"] > 0)).sum())
+    alpha = float(data["statistics"]["alpha"])
+    mine = [p for p in data.get("pairs") or () if best in (p["a"], p["b"])]
+    ahead = 0
+    for p in mine:
+        h = p.get("human") or {}
+        delta, p_adj = _finite(h.get("delta")), _finite(h.get("p_adjusted"))
+        sign = 1.0 if p["a"] == best else -1.0
+        ahead += (p_adj is not None and p_adj < alpha and delta is not None
+                  and sign * delta > 0)
     tested = len(mine)
     if ahead:
         first = (f"{scope}, {best} has the highest mean under human labels and is ahead of "
@@ -81,10 +80,10 @@ def headline(means: pd.DataFrame, sig: Significance) -> str:
         first = (f"{scope}, {best} has the highest mean under human labels, but no difference "
                  f"between it and another run is real at this sample size (unresolved: no "
                  f"evidence of a difference, which is not evidence of none)")
-    llm_best = _best(runs, "shared_llm")
+    llm_best = _best(runs, "llm")
     second = ("the LLM labels keep it first" if llm_best == best else
               f"the LLM labels put {llm_best} first")
-    c = sig.counts
+    c: Mapping[str, int] = data.get("verdicts") or {}
     wrong = []
     if c["llm-only"]:
         wrong.append("call " + _plural(c["llm-only"], "difference", "differences")
