@@ -17,7 +17,7 @@ from labeler import fmt
 from labeler.report.escape import plain
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 
 def render_text(data: Mapping[str, Any]) -> str:
@@ -166,16 +166,10 @@ def test_words(statistics: Mapping[str, Any]) -> str:
     return f"{statistics['test_name']}, Holm-corrected, alpha {statistics['alpha']:g}"
 
 
-def by_human_rank(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs table, best under human labels first (by rank, which orders the runs on the
-    queries they all share; runs without a rank last)."""
-    return runs.sort_values(["rank_human", "human", "system"], ascending=[True, False, True],
-                            kind="stable", na_position="last")
-
-
 def runs_by_human_rank(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """The ``runs`` of a comparison's plain data as ``(tag, run)``, best under human labels
-    first (as :func:`by_human_rank`)."""
+    first (by rank, which orders the runs on the queries they all share; runs without a
+    rank last)."""
     def key(item: tuple[str, Mapping[str, Any]]) -> tuple[Any, ...]:
         tag, r = item
         rank, human = r["rank"]["human"], fmt.finite(r["human"])
