@@ -1,9 +1,12 @@
-"""``labeler label --engine ray``: Ray Data actors running labeler's own judge, on a local Ray,
-against the fake server over real HTTP (faults included), with a kill and a resume.
+"""``labeler label --engine ray``: Ray Data actors running labeler's own judge, against the fake
+server over real HTTP (faults included), with a kill and a resume.
 
-Every Ray run is a CLI subprocess with a hard timeout (its process group is killed after it:
-a Ray started by a killed driver leaves agents behind). Marked ``ray``; skipped without the
-``ray`` extra (``pip install -e '.[test,ray]'``).
+Two ways in, as users have them: a cluster joined with ``--ray-address`` (one head, started by
+``ray start --head`` for this module, serves the kill-and-resume and the refused-key jobs) and
+a Ray started for the job alone (the SIGTERM job). Every Ray run is a CLI subprocess with a
+hard timeout (its process group is killed after it: a Ray started by a killed driver leaves
+agents behind). Marked ``ray``; skipped without the ``ray`` extra
+(``pip install -e '.[test,ray]'``).
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -41,7 +47,10 @@ RUN_TIMEOUT = 120.0
 
 def _env(ray_tmp: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "OPENAI_"))}
-    env.update(OPENAI_API_KEY=KEY, RAY_TMPDIR=ray_tmp, PYTHONUNBUFFERED="1")
+    # RAY_AUTH_MODE: a head and its drivers agree on no token (Ray >= 2.5x defaults to one,
+    # kept in the home directory, which a test should neither read nor write)
+    env.update(OPENAI_API_KEY=KEY, RAY_TMPDIR=ray_tmp, PYTHONUNBUFFERED="1",
+               RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
     return env
 
 
@@ -140,6 +149,50 @@ def ray_tmp() -> Iterator[str]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class Head:
+    address: str
+    tmp: str
+
+
+@pytest.fixture(scope="module")
+def ray_head() -> Iterator[Head]:
+    """A one-node Ray cluster (``ray start --head --block``, its own process group, killed
+    whole after the module's tests)."""
+    pytest.importorskip("ray.data", reason="the ray extra is not installed")
+    tmp = tempfile.mkdtemp(prefix="lrayh", dir="/tmp")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ray_cli = Path(sys.executable).with_name("ray")
+    args = [str(ray_cli), "start", "--head", f"--port={port}", "--num-cpus=4",
+            "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={tmp}",
+            "--node-ip-address=127.0.0.1", "--block"]
+    proc = subprocess.Popen(args, env=_env(tmp), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        started = threading.Event()
+        seen: list[str] = []
+
+        def watch() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                seen.append(line)
+                if "Ray runtime started" in line:
+                    started.set()
+
+        threading.Thread(target=watch, daemon=True).start()
+        if not started.wait(RUN_TIMEOUT):
+            pytest.fail("ray start --head did not start: " + "".join(seen[-20:]))
+        yield Head(f"127.0.0.1:{port}", tmp)
+    finally:
+        # SIGKILL: on SIGTERM a head that has run jobs drains for up to 30 s first
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_engine_settings_are_checked_where_they_are_declared() -> None:
     with pytest.raises(ConfigError, match="`engine` ray and `batch` exclude each other"):
         judge_config(model=MODEL, engine="ray", batch=True)
@@ -169,18 +222,19 @@ def test_engine_ray_without_ray_exits_2_with_the_install_hint(tmp_path: Path) ->
 
 @pytest.mark.ray
 def test_ray_engine_faults_kill_resume_then_local_all_cached(tmp_path: Path,
-                                                             ray_tmp: str) -> None:
+                                                             ray_head: Head) -> None:
     """A faulty server; a Ray job killed mid-way; the Ray re-run asks only the pairs the
     cache lacks; every pair once, graded as the server decided or failed with the reason;
     then the local engine re-asks only the failed pairs, and a last run is all cache hits."""
     n = 400
     df = _write_pairs(tmp_path / "pairs.jsonl", n)
     decided: dict[int, set[int]] = {}
-    env = _env(ray_tmp)
+    env = _env(ray_head.tmp)
+    on_head = ("--engine", "ray", "--ray-address", ray_head.address)
     with FakeLLMServer(latency=0.15, faults=FAULTY, api_key=KEY) as srv:
         keys = _keys(df, srv.base_url)
         # 1. killed once a fair share of the pairs is cached (SIGKILL: nothing cleaned up)
-        with _cli(_label_args(srv, tmp_path, "killed.jsonl", "--engine", "ray",
+        with _cli(_label_args(srv, tmp_path, "killed.jsonl", *on_head,
                               "--ray-actors", "2"), env) as proc:
             deadline = time.monotonic() + RUN_TIMEOUT
             while time.monotonic() < deadline and proc.poll() is None:
@@ -200,7 +254,7 @@ def test_ray_engine_faults_kill_resume_then_local_all_cached(tmp_path: Path,
         # 2. the Ray re-run asks exactly the pairs not cached, each at most a few times
         srv.set(latency=0.01)
         srv.reset()
-        code, err = _run(_label_args(srv, tmp_path, "labels.jsonl", "--engine", "ray"), env)
+        code, err = _run(_label_args(srv, tmp_path, "labels.jsonl", *on_head), env)
         assert code == 3, err  # the refused pairs failed
         asked = _asked(srv, df)
         assert asked == set(range(n)) - cached
@@ -249,7 +303,7 @@ def test_ray_engine_faults_kill_resume_then_local_all_cached(tmp_path: Path,
         assert again["grade"].tolist() == local["grade"].tolist()
 
     # the key reached the actors (the server demands it) and was never written down
-    for path in [*tmp_path.rglob("*"), *Path(ray_tmp).rglob("*")]:
+    for path in [*tmp_path.rglob("*"), *Path(ray_head.tmp).rglob("*")]:
         if path.is_file() and not path.is_symlink():
             with contextlib.suppress(OSError):
                 assert KEY.encode() not in path.read_bytes(), path
@@ -257,15 +311,16 @@ def test_ray_engine_faults_kill_resume_then_local_all_cached(tmp_path: Path,
 
 @pytest.mark.ray
 def test_ray_engine_key_refused_mid_job_records_every_pair(tmp_path: Path,
-                                                           ray_tmp: str) -> None:
+                                                           ray_head: Head) -> None:
     """The endpoint refuses the key after some answers: the job stops early with exit 2,
     every pair still has a record (judged, or failed saying why), as with the local engine."""
     n = 200
     df = _write_pairs(tmp_path / "pairs.jsonl", n)
-    env = _env(ray_tmp)
+    env = _env(ray_head.tmp)
     with FakeLLMServer(latency=0.01, api_key=KEY, revoke_after=60) as srv:
         code, err = _run(_label_args(srv, tmp_path, "labels.jsonl", "--engine", "ray",
-                                     "--ray-actors", "2"), env)
+                                     "--ray-address", ray_head.address, "--ray-actors", "2"),
+                         env)
         assert code == 2, err
         out = pd.read_json(tmp_path / "labels.jsonl", lines=True, dtype={"grade": "Int64"})
         assert len(out) == n and out["chunk_id"].tolist() == df["chunk_id"].tolist()

@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from labeler import fmt, io
 from labeler.errors import InputError
-from labeler.report.escape import md_escape
+from labeler.report.templating import environment
 
 if TYPE_CHECKING:
-    import jinja2
 
     from labeler.report.shapes import HasDict
 
@@ -239,18 +238,6 @@ def _ppi_order_context(data: Mapping[str, Any]) -> dict[str, Any]:
             "n_pairs": n * (n - 1) // 2, "swap_note": ppi_text.ppi_swap_note(data)}
 
 
-def _env(autoescape: bool) -> jinja2.Environment:
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.PackageLoader("labeler.report", "templates"),
-                             autoescape=autoescape, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(num=fmt.num, signed=lambda x: fmt.num(x, signed=True), count=fmt.count,
-                       share=fmt.share, md=md_escape, interval=fmt.interval, pvalue=fmt.pvalue,
-                       usd=fmt.usd)
-    return env
-
-
 # ---------------------------------------------------------------------- renderers
 
 def render_markdown(comparison: HasDict | Mapping[str, Any], title: str = DEFAULT_TITLE,
@@ -259,7 +246,7 @@ def render_markdown(comparison: HasDict | Mapping[str, Any], title: str = DEFAUL
     """A comparison or its plain data (``to_dict()``) as Markdown (tables; data strings
     escaped)."""
     ctx = _context(_plain(comparison), title, as_agreement(agreement), judge, drift)
-    return _env(autoescape=False).get_template("report.md.j2").render(**ctx)
+    return environment(autoescape=False).get_template("report.md.j2").render(**ctx)
 
 
 def render_html(comparison: HasDict | Mapping[str, Any], title: str = DEFAULT_TITLE,
@@ -278,7 +265,7 @@ def render_html(comparison: HasDict | Mapping[str, Any], title: str = DEFAULT_TI
     if agree is not None and agree.get("confusion_matrix") is not None:
         images["confusion"] = plots.to_data_uri(
             plots.confusion_heatmap(agree["confusion_matrix"]))
-    return _env(autoescape=True).get_template("report.html.j2").render(images=images, **ctx)
+    return environment(autoescape=True).get_template("report.html.j2").render(images=images, **ctx)
 
 
 def render_text(comparison: HasDict | Mapping[str, Any]) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from labeler import fmt, io
 from labeler.errors import InputError
-from labeler.report.escape import md_escape
+from labeler.report.templating import environment
 
 if TYPE_CHECKING:
     from labeler.report.shapes import HasDict
@@ -64,22 +64,10 @@ def _ci_note(data: Mapping[str, Any]) -> str | None:
             f"{ci.get('n_resamples')} resamples of {unit}")
 
 
-def _env(autoescape: bool) -> Any:
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.PackageLoader("labeler.report", "templates"),
-                             autoescape=autoescape, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(num=fmt.num, signed=lambda x: fmt.num(x, signed=True), count=fmt.count,
-                       md=md_escape, interval=fmt.interval,
-                       pvalue=fmt.pvalue)
-    return env
-
-
 def render_markdown(data: Mapping[str, Any], title: str = DEFAULT_TITLE) -> str:
     """The leaderboard (its plain data, ``to_dict()``), confusion matrices and disputed pairs
     as Markdown."""
-    return str(_env(False).get_template("judges.md.j2").render(**_context(data, title)))
+    return str(environment(False).get_template("judges.md.j2").render(**_context(data, title)))
 
 
 def render_html(data: Mapping[str, Any], title: str = DEFAULT_TITLE) -> str:
@@ -88,7 +76,7 @@ def render_html(data: Mapping[str, Any], title: str = DEFAULT_TITLE) -> str:
     from labeler.report import plots
     images = {name: plots.to_data_uri(plots.confusion_heatmap(rep["confusion_matrix"]))
               for name, rep in data["judges"].items()}
-    return str(_env(True).get_template("judges.html.j2").render(
+    return str(environment(True).get_template("judges.html.j2").render(
         images=images, **_context(data, title)))
 
 
