@@ -36,7 +36,7 @@ cache_dir = "{cache}"
 queries = "data/queries.tsv"
 corpus = "data/corpus.jsonl"
 runs = ["data/runs/*.run"]
-depth = 3
+depth = 1
 [judge]
 model = "fake-judge"
 base_url = "{base_url}"

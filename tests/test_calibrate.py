@@ -12,6 +12,7 @@ import pytest
 
 from labeler import io
 from labeler.reconciliation.calibrate import Calibration, calibrate, evaluate
+from labeler.reconciliation.calibrate import _fit_ordinal as fit_ordinal
 from labeler.errors import ConfigError, InputError
 
 
@@ -130,3 +131,30 @@ def test_isotonic_falls_back_to_vote_means_then_grades(human: pd.DataFrame) -> N
     iso.fit(np.array([np.mean(v) for v in votes]), human["grade"].to_numpy(dtype=float))
     expected = np.clip(np.floor(iso.predict([3.0, 1.0]) + 0.5), 0, 3).astype(int).tolist()
     assert out["calibrated_grade"].tolist() == expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_ordinal_map_is_the_best_of_every_monotone_map_by_scikit_learns_kappa(
+        seed: int) -> None:
+    """A brute force over all 35 monotone maps, scored by scikit-learn; ties go to the map
+    closest to the identity, then to the first in lexicographic order."""
+    import itertools
+
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(seed)
+    human_grades = rng.integers(0, 4, 80)
+    llm = np.clip(human_grades + rng.integers(-1, 3, 80), 0, 3)  # lenient, noisy
+    if seed == 5:
+        llm = np.minimum(llm, 1)  # the LLM uses two grades only: many maps tie
+
+    def key(cand: tuple[int, ...]) -> tuple[float, int]:
+        mapped = np.array(cand)[llm]
+        score = cohen_kappa_score(human_grades, mapped, labels=[0, 1, 2, 3], weights="quadratic")
+        return (round(score, 12) if np.isfinite(score) else -np.inf,
+                -sum(abs(t - g) for g, t in enumerate(cand)))
+
+    with np.errstate(all="ignore"):
+        maps = list(itertools.combinations_with_replacement(range(4), 4))
+        best = max(maps, key=key)
+    assert fit_ordinal(llm, human_grades)["mapping"] == dict(enumerate(best))

@@ -69,15 +69,25 @@ def test_per_query_figures_match_a_direct_computation(llmjudge: Path, human: pd.
     path = llmjudge / "Olz-gpt4o.qrels"
     r = agreement(llm=path, human=human, bootstrap=0)
     llm = io.read_qrels(path)
-    one = human.loc[human["query_id"] == "q49"]
-    h, ll = _aligned(llm, one)
-    got = r.per_query["q49"]
-    assert got["n"] == len(h)
-    assert got["exact_agreement"] == pytest.approx(np.mean(h == ll))
-    assert got["cohen_kappa_quadratic"] == pytest.approx(
-        cohen_kappa_score(h, ll, labels=[0, 1, 2, 3], weights="quadratic"))
+    for qid in human["query_id"].unique():
+        h, ll = _aligned(llm, human.loc[human["query_id"] == qid])
+        got = r.per_query[qid]
+        assert got["n"] == len(h)
+        assert got["exact_agreement"] == pytest.approx(np.mean(h == ll))
+        assert got["mean_signed_difference"] == pytest.approx(np.mean(ll - h))
+        assert got["mean_absolute_difference"] == pytest.approx(np.mean(np.abs(ll - h)))
+        assert got["cohen_kappa_quadratic"] == pytest.approx(
+            cohen_kappa_score(h, ll, labels=[0, 1, 2, 3], weights="quadratic"), abs=1e-12)
     assert sum(q["n"] for q in r.per_query.values()) == r.n
     assert len(r.per_query) == 25
+    # a query where both give one grade: kappa is undefined there, null, not NaN or 0
+    one = pd.DataFrame({"query_id": ["a"] * 3 + ["b"] * 3, "chunk_id": list("xyzxyz"),
+                        "grade": [2, 2, 2, 0, 1, 3]})
+    llm_one = one.assign(grade=[2, 2, 2, 1, 1, 3])
+    per = agreement(llm=llm_one, human=one, bootstrap=0).per_query
+    assert per["a"]["cohen_kappa_quadratic"] is None
+    assert per["b"]["cohen_kappa_quadratic"] == pytest.approx(
+        cohen_kappa_score([0, 1, 3], [1, 1, 3], labels=[0, 1, 2, 3], weights="quadratic"))
 
 
 def test_failed_llm_labels_are_left_out_and_counted(llmjudge: Path, human: pd.DataFrame) -> None:

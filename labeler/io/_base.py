@@ -394,14 +394,15 @@ def as_id(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Serie
         series = series.astype("int64")
     if series.dtype.kind in "iub":
         return series.astype(str)
-    out = series.astype(object)
-    empty = out.isna() | (out.astype(str).str.strip() == "")
+    missing = series.isna()
+    out = series.astype(object).where(~missing, "").astype(str).str.strip()
+    empty = missing | (out == "")
     if empty.any():
         i = int(np.flatnonzero(empty.to_numpy())[0])
         raise InputError(f"'{col}' is empty", path=path, **loc(i))
-    out = out.astype(str).str.strip()
-    odd = out.str.contains(ODD_ID_CHARS, regex=True)
-    if odd.any():
+    # one search over all ids joined by a newline (which is not an odd character) first
+    if _ODD_ID.search("\n".join(out.to_list())) is not None:
+        odd = out.str.contains(ODD_ID_CHARS, regex=True)
         i = int(np.flatnonzero(odd.to_numpy())[0])
         raise InputError(f"'{col}' {out.iloc[i]!r} holds a control character (tools that "
                          "read TREC files cut or split an id there): fix the id",
@@ -412,6 +413,7 @@ def as_id(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Serie
 ODD_ID_CHARS = "[\x00-\x08\x0e-\x1f\x7f]"
 """Characters no id may hold: controls other than whitespace (a NUL cuts an id in C tools;
 whitespace is refused where it matters, when a TREC file is written)."""
+_ODD_ID = re.compile(ODD_ID_CHARS)
 
 
 def as_text(series: pd.Series, col: str, path: PathLike, loc: Locator) -> pd.Series:
@@ -438,6 +440,25 @@ def parse_grades(raw: pd.Series, path: PathLike, loc: Locator, grade_map: GradeM
     With ``allow_missing`` an empty grade becomes ``<NA>`` (a failed label). With
     ``any_grade`` (grades for scoring, as trec_eval) any integer is a grade.
     """
+    ints = raw.dtype.kind == "i" or (raw.dtype.kind == "u" and raw.dtype.itemsize < 8)
+    if ints and not grade_map and (allow_missing or not raw.isna().any()):
+        values = raw.astype("Int64")  # integers already: only the range is left to check
+    else:
+        values = _grades_of_text(raw, path, loc, grade_map, column, allow_missing, any_grade)
+    out_of_range = values.notna() & ~values.isin(GRADES) & (not any_grade)
+    if out_of_range.any():
+        i = int(np.flatnonzero(out_of_range.to_numpy())[0])
+        hint = (" (negative grades need an explicit mapping, e.g. `grade_map` -1=0)"
+                if int(values.iloc[i]) < 0 else
+                " (map it explicitly, e.g. `grade_map` 4=3, if your scale is larger)")
+        raise InputError(f"{column} must be an integer 0-3, got {int(values.iloc[i])}{hint}",
+                         path=path, **loc(i))
+    return values if allow_missing else values.astype("int64")
+
+
+def _grades_of_text(raw: pd.Series, path: PathLike, loc: Locator, grade_map: GradeMap,
+                    column: str, allow_missing: bool, any_grade: bool) -> pd.Series:
+    """Grades written as text (or floats, or mixed): integers as ``Int64``, empty as NA."""
     scale = "an integer" if any_grade else "an integer 0-3"
     text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip()
     text = text.str.replace(r"\.0+$", "", regex=True)  # 2.0 -> 2 (Parquet floats)
@@ -455,16 +476,7 @@ def parse_grades(raw: pd.Series, path: PathLike, loc: Locator, grade_map: GradeM
         i = int(np.flatnonzero(bad.to_numpy())[0])
         shown = raw.iloc[i]
         raise InputError(f"{column} must be {scale}, got {shown!r}", path=path, **loc(i))
-    values = pd.to_numeric(text.where(~empty, None), errors="coerce").astype("Int64")
-    out_of_range = values.notna() & ~values.isin(GRADES) & (not any_grade)
-    if out_of_range.any():
-        i = int(np.flatnonzero(out_of_range.to_numpy())[0])
-        hint = (" (negative grades need an explicit mapping, e.g. `grade_map` -1=0)"
-                if int(values.iloc[i]) < 0 else
-                " (map it explicitly, e.g. `grade_map` 4=3, if your scale is larger)")
-        raise InputError(f"{column} must be an integer 0-3, got {int(values.iloc[i])}{hint}",
-                         path=path, **loc(i))
-    return values if allow_missing else values.astype("int64")
+    return pd.to_numeric(text.where(~empty, None), errors="coerce").astype("Int64")
 
 
 def parse_grade_map(spec: str | Mapping[str, int] | None) -> dict[str, int] | None:

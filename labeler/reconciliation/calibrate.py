@@ -44,9 +44,10 @@ from sklearn.model_selection import GroupKFold
 
 from labeler import fmt, io
 from labeler.reconciliation.agreement import (LabelsLike, QrelsLike, alpha, core_metrics, joined,
-                                              kappa, read_llm)
+                                              read_llm)
 from labeler.errors import ConfigError, InputError
 from labeler.schema import GRADES, STATUS, STATUS_OK
+from labeler.statistics import bootstrap as boot
 
 Method = Literal["thresholds", "distribution", "ordinal", "isotonic"]
 METHODS: tuple[str, ...] = ("thresholds", "distribution", "ordinal", "isotonic")
@@ -182,17 +183,21 @@ def _feature_values(df: pd.DataFrame, feature: str) -> pd.Series:
 
 def _fit_ordinal(x: np.ndarray, human: np.ndarray) -> dict[str, Any]:
     """The monotone grade map with the best quadratic kappa; ties → closest to identity."""
-    cells = np.array([(h, g) for h in GRADES for g in GRADES])
-    counts = np.array([np.sum((human == h) & (x == g)) for h, g in cells])
+    counts = boot.table_of(human, x)                 # human grade × LLM grade
+    maps = np.array(_MONOTONE_MAPS)                  # candidates × LLM grade → grade
+    tables = np.zeros((len(maps), len(GRADES), len(GRADES)))
+    for g in GRADES:  # the LLM's grade g becomes maps[:, g]: move its column there
+        tables[np.arange(len(maps))[:, None], np.arange(len(GRADES)), maps[:, [g]]] += \
+            counts[:, g]
+    scores = boot.kappa(tables, "quadratic")         # scikit-learn's formula (tested)
+    distance = np.abs(maps - np.array(GRADES)).sum(axis=1)
 
-    def key(cand: tuple[int, ...]) -> tuple[float, int]:
-        score = kappa(cells[:, 0], np.array(cand)[cells[:, 1]], "quadratic",
-                      sample_weight=counts)
-        return (round(score, 12) if score is not None else -np.inf,
-                -sum(abs(t - g) for g, t in zip(GRADES, cand)))
+    def key(i: int) -> tuple[float, int]:
+        score = scores[i]
+        return (round(float(score), 12) if np.isfinite(score) else -np.inf, -int(distance[i]))
 
-    best = max(_MONOTONE_MAPS, key=key)  # first of equals: lexicographic order
-    return {"mapping": dict(zip(GRADES, best))}
+    best = max(range(len(maps)), key=key)  # first of equals: lexicographic order
+    return {"mapping": dict(zip(GRADES, (int(g) for g in maps[best])))}
 
 
 def _fit_isotonic(x: np.ndarray, human: np.ndarray) -> dict[str, Any]:
