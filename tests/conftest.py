@@ -38,11 +38,26 @@ def fake_llm():
         yield server
 
 
+SLOW_FIRST = ("tests/test_ray_engine.py", "ranx", "tests/test_anchors.py",
+              "tests/test_exact_ids.py", "tests/test_report_browser.py",
+              "tests/test_hardening_signals.py", "tests/test_judges_versus.py",
+              "tests/test_notebook.py", "tests/test_docs.py")
+"""The longest groups, handed out first (with ``--no-loadscope-reorder``): a long group
+started last would leave the other worker idle at the end."""
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """With pytest-xdist (``--dist loadgroup``): a test file runs on one worker, as a whole
     (its module fixtures are built once), unless a test names another group — the ranx tests
-    share one worker, so ranx compiles its numba code once."""
+    share one worker, so ranx compiles its numba code once. The slowest groups go first."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+    def rank(item: pytest.Item) -> int:
+        marker = item.get_closest_marker("xdist_group")
+        group = marker.args[0] if marker and marker.args else marker.kwargs.get("name")
+        return SLOW_FIRST.index(group) if group in SLOW_FIRST else len(SLOW_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a group and among the rest is kept

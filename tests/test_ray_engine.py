@@ -254,7 +254,9 @@ def test_ray_engine_faults_kill_resume_then_local_all_cached(tmp_path: Path,
         # 2. the Ray re-run asks exactly the pairs not cached, each at most a few times
         srv.set(latency=0.01)
         srv.reset()
-        code, err = _run(_label_args(srv, tmp_path, "labels.jsonl", *on_head), env)
+        # (one actor: two were killed above; each actor costs seconds of CPU to start)
+        code, err = _run(_label_args(srv, tmp_path, "labels.jsonl", *on_head,
+                                     "--ray-actors", "1"), env)
         assert code == 3, err  # the refused pairs failed
         asked = _asked(srv, df)
         assert asked == set(range(n)) - cached
@@ -343,8 +345,8 @@ def test_ray_engine_sigterm_writes_every_record_and_exits_143(tmp_path: Path,
     df = _write_pairs(tmp_path / "pairs.jsonl", n)
     with FakeLLMServer(latency=0.2, api_key=KEY) as srv:
         keys = _keys(df, srv.base_url)
-        with _cli(_label_args(srv, tmp_path, "labels.jsonl", "--engine", "ray"),
-                  _env(ray_tmp)) as proc:
+        with _cli(_label_args(srv, tmp_path, "labels.jsonl", "--engine", "ray",
+                              "--ray-actors", "1"), _env(ray_tmp)) as proc:
             deadline = time.monotonic() + RUN_TIMEOUT
             while time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.3)
