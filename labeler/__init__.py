@@ -30,24 +30,31 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from labeler.errors import ConfigError, EndpointError, InputError, JudgeError, LabelerError
+from labeler.errors import (ConfigError as ConfigError, EndpointError as EndpointError,
+                            InputError as InputError, JudgeError as JudgeError,
+                            LabelerError as LabelerError)
 
 if TYPE_CHECKING:
-    from labeler.reconciliation.agreement import AgreementReport
-    from labeler.reconciliation.comparison import Comparison, compare
-    from labeler.reconciliation.plan import Plan, plan
-    from labeler.reconciliation.sheets import more_queries, sample_queries
-    from labeler.reconciliation.certification import Certification, certify
-    from labeler.io import (read_corpus, read_labels, read_pairs, read_qrels, read_queries,
-                            read_run, read_runs)
-    from labeler.labelling.result import LabelResult
-    from labeler.labelling.stage import label
-    from labeler.labelling.pooling import pool
-    from labeler.reconciliation.stage import Reconciliation, reconcile
-    from labeler.scoring.results import ScoreResult, score
-    from labeler.settings import JudgeConfig
-    from labeler.statistics.options import StatsOptions
-    from labeler.statistics.verdicts import Significance
+    from labeler.reconciliation.agreement import AgreementReport as AgreementReport
+    from labeler.reconciliation.comparison import (Comparison as Comparison, compare as compare)
+    from labeler.reconciliation.plan import (Plan as Plan, plan as plan)
+    from labeler.reconciliation.sheets import (more_queries as more_queries,
+                                               sample_queries as sample_queries)
+    from labeler.reconciliation.certification import (Certification as Certification,
+                                                      certify as certify)
+    from labeler.io import (read_corpus as read_corpus, read_labels as read_labels,
+                            read_pairs as read_pairs, read_qrels as read_qrels,
+                            read_queries as read_queries, read_run as read_run,
+                            read_runs as read_runs)
+    from labeler.labelling.result import LabelResult as LabelResult
+    from labeler.labelling.stage import label as label
+    from labeler.labelling.pooling import pool as pool
+    from labeler.reconciliation.stage import (Reconciliation as Reconciliation,
+                                              reconcile as reconcile)
+    from labeler.scoring.results import (ScoreResult as ScoreResult, score as score)
+    from labeler.settings import JudgeConfig as JudgeConfig
+    from labeler.statistics.options import StatsOptions as StatsOptions
+    from labeler.statistics.verdicts import Significance as Significance
 
 _LAZY: dict[str, str] = {
     "label": "labelling.stage", "LabelResult": "labelling.result",
@@ -65,12 +72,12 @@ _LAZY: dict[str, str] = {
                                "read_run", "read_runs", "read_labels")},
 }
 
-__all__ = ["AgreementReport", "Certification", "Comparison", "ConfigError", "EndpointError",
-           "InputError", "JudgeConfig", "JudgeError", "LabelResult", "LabelerError", "Plan",
-           "Reconciliation", "ScoreResult", "Significance", "StatsOptions", "__version__",
-           "certify", "compare", "label", "more_queries", "plan", "pool", "read_corpus",
-           "read_labels", "read_pairs", "read_qrels", "read_queries", "read_run", "read_runs",
-           "reconcile", "sample_queries", "score"]
+_EAGER = ("ConfigError", "EndpointError", "InputError", "JudgeError", "LabelerError",
+          "__version__")
+_PUBLIC = {**_LAZY, **dict.fromkeys(_EAGER, "")}
+# the imports above re-export each name (``x as x``), so ruff and mypy need no written-out
+# list: the public names are the lazy table's, the errors and the version
+__all__ = list(_PUBLIC)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """The package's module boundaries: no module uses another module's private (``_``) names,
-``labeler.io`` has one reader per object, and each package's ``__all__`` is its lazy table.
+``labeler.io`` has one reader per object, and every lazy public name is typed for type checkers.
 
 A private name that a second module needs is made public in its module (a docstring, a usage
 line) or moved where it belongs; private *modules* (``labeler._lazy``, ``labeler.io._base``)
@@ -137,8 +137,14 @@ def test_each_reader_takes_a_path_and_an_object(tmp_path: Path) -> None:
     assert sorted(runs["system"].unique()) == ["bm25", "dense"]
 
 
-@pytest.mark.parametrize("package", ["io", "labelling", "pipeline", "reconciliation", "report",
-                                     "scoring", "statistics"])
-def test_all_is_the_lazy_table(package: str) -> None:
-    mod = importlib.import_module(f"labeler.{package}")
-    assert sorted(mod.__all__) == sorted(mod._NAMES)
+@pytest.mark.parametrize("package", ["labeler", "labeler.io"])
+def test_type_checkers_see_every_lazy_name(package: str) -> None:
+    """``__all__`` is derived from the lazy table; each name must also be re-exported
+    (``x as x``) by an import a type checker reads, or ``labeler.score`` has no type."""
+    mod = importlib.import_module(package)
+    tree = ast.parse(Path(mod.__file__ or "").read_text(encoding="utf-8"))
+    exported = {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                for alias in node.names if alias.asname == alias.name}
+    assert set(mod.__all__) - {"__version__"} == exported
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None
