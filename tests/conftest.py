@@ -6,6 +6,7 @@ reach the internet or a user's real cache.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,13 @@ def fake_llm():
         yield server
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than there are cores — many tests wait on a local server,
+    a subprocess or Ray, and the extra worker uses that time (2 cores: 3 workers)."""
+    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1) + 1
+
+
 SLOW_FIRST = ("tests/test_ray_engine.py", "ranx", "tests/test_anchors.py",
               "tests/test_exact_ids.py", "tests/test_report_browser.py",
               "tests/test_hardening_signals.py", "tests/test_judges_versus.py",
@@ -57,7 +65,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     def rank(item: pytest.Item) -> int:
         marker = item.get_closest_marker("xdist_group")
-        group = marker.args[0] if marker and marker.args else marker.kwargs.get("name")
+        if marker is None:
+            return len(SLOW_FIRST)
+        group = marker.args[0] if marker.args else marker.kwargs.get("name")
         return SLOW_FIRST.index(group) if group in SLOW_FIRST else len(SLOW_FIRST)
 
     items.sort(key=rank)  # stable: the order within a group and among the rest is kept
