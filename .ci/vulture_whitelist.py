@@ -26,5 +26,5 @@ _.preserve_order, _.content_type, _.content_length
 # FaultPlan's rates: dataclass fields read by name (getattr over FAULTS)
 rate_limit, server_error, unavailable, disconnect, bad_body, server_error_text
 
-# pytest: an autouse fixture and a hook
-_isolated_env, pytest_collection_modifyitems
+# pytest: an autouse fixture and hooks (pytest-xdist's worker count among them)
+_isolated_env, pytest_collection_modifyitems, pytest_xdist_auto_num_workers
