@@ -13,6 +13,11 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 
+# The references that use numba (ranx, ppi_py) run their code interpreted: the same results,
+# without compiling for half a minute of CPU on a fresh machine (numba's cache starts empty).
+# Set before any test module imports numba; NUMBA_DISABLE_JIT=0 in the environment keeps the JIT.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
@@ -46,28 +51,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
             else os.cpu_count() or 1) + 1
 
 
-SLOW_FIRST = ("tests/test_ray_engine.py", "ranx", "tests/test_anchors.py",
+SLOW_FIRST = ("tests/test_ray_engine.py", "tests/test_anchors.py",
               "tests/test_exact_ids.py", "tests/test_report_browser.py",
               "tests/test_hardening_signals.py", "tests/test_judges_versus.py",
               "tests/test_notebook.py", "tests/test_docs.py")
-"""The longest groups, handed out first (with ``--no-loadscope-reorder``): a long group
-started last would leave the other worker idle at the end."""
+"""The longest files, handed out first (with ``--no-loadscope-reorder``): a long file started
+last would leave the other workers idle at the end."""
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """With pytest-xdist (``--dist loadgroup``): a test file runs on one worker, as a whole
-    (its module fixtures are built once), unless a test names another group — the ranx tests
-    share one worker, so ranx compiles its numba code once. The slowest groups go first."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    """With pytest-xdist (``--dist loadfile``) a test file runs on one worker, as a whole (its
+    module fixtures are built once); the slowest files are handed out first."""
 
     def rank(item: pytest.Item) -> int:
-        marker = item.get_closest_marker("xdist_group")
-        if marker is None:
-            return len(SLOW_FIRST)
-        group = marker.args[0] if marker.args else marker.kwargs.get("name")
-        return SLOW_FIRST.index(group) if group in SLOW_FIRST else len(SLOW_FIRST)
+        path = item.nodeid.split("::")[0]
+        return SLOW_FIRST.index(path) if path in SLOW_FIRST else len(SLOW_FIRST)
 
-    items.sort(key=rank)  # stable: the order within a group and among the rest is kept
+    items.sort(key=rank)  # stable: the order within a file and among the rest is kept

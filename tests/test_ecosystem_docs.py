@@ -24,7 +24,6 @@ def test_the_page_has_examples_for_each_library() -> None:
         assert needle in code, needle
 
 
-@pytest.mark.xdist_group("ranx")   # ranx compiles its numba code once per process
 def test_the_pages_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                        ) -> None:
     for module in ("ir_datasets", "ir_measures", "pytrec_eval", "pyterrier"):
@@ -33,7 +32,7 @@ def test_the_pages_python_examples_run(tmp_path: Path, monkeypatch: pytest.Monke
 
     import ir_datasets
 
-    # ranx compiles its numba code on first use (~12 s): its block runs where ranx is installed
+    # the ranx block runs where ranx is installed
     with_ranx = importlib.util.find_spec("ranx") is not None
 
     if "sample/dl19" in ir_datasets.registry:   # the page registers it (once per process)

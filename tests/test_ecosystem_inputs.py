@@ -76,8 +76,8 @@ def _qrels_forms(ds_id: str) -> dict[str, Callable[[], Any]]:
         pass
     try:
         import ranx
-        # from_dict, as the other ranx calls of the suite: each new ranx call costs seconds of
-        # numba compilation
+        # from_dict, as the other ranx calls of the suite (with numba's JIT on, each new ranx
+        # call costs seconds of compilation)
         forms["ranx Qrels"] = lambda: ranx.Qrels.from_dict(io.to_pytrec_eval(io.read_qrels(QRELS)))
     except ImportError:
         pass
@@ -110,7 +110,6 @@ def _run_forms(ds_id: str) -> dict[str, Callable[[], Any]]:
     return forms
 
 
-@pytest.mark.xdist_group("ranx")   # ranx compiles its numba code once per process
 def test_qrels_in_every_form_read_and_score_the_same(ds_id: str) -> None:
     reference = io.read_qrels(QRELS)
     expected = labeler.score(QRELS, {"bm25": RUNS["bm25"]}, measures=MEASURES)
@@ -120,7 +119,6 @@ def test_qrels_in_every_form_read_and_score_the_same(ds_id: str) -> None:
                      expected, name)
 
 
-@pytest.mark.xdist_group("ranx")   # ranx compiles its numba code once per process
 def test_runs_in_every_form_score_the_same(ds_id: str) -> None:
     expected = labeler.score(QRELS, {"bm25": RUNS["bm25"]}, measures=MEASURES)
     for name, make in _run_forms(ds_id).items():
@@ -131,7 +129,6 @@ def test_runs_in_every_form_score_the_same(ds_id: str) -> None:
                       ["measure", "query_id"], name)
 
 
-@pytest.mark.xdist_group("ranx")   # ranx compiles its numba code once per process
 def test_several_ranx_runs_keep_their_names() -> None:
     ranx = pytest.importorskip("ranx")
     runs = [ranx.Run.from_dict(io.to_pytrec_eval(io.read_run(p)), name=n)

@@ -68,7 +68,6 @@ def test_ir_measures_and_pytrec_eval_score_the_converted_labels_as_labeler(
             {q: v["ndcg_cut_10"] for q, v in per_query.items()}, abs=1e-12)
 
 
-@pytest.mark.xdist_group("ranx")   # ranx compiles its numba code once per process
 def test_ranx_objects_hold_the_labels_and_runs(llm: labeler.LabelResult) -> None:
     # ranx.evaluate would compile its kernels for a minute here: the objects' contents are
     # checked instead (ranx scores them as pytrec_eval does, above)

@@ -70,7 +70,6 @@ def test_exponential_gain_names_ir_measures_exp_dcg_and_run_ideal_is_refused(sam
         labeler.score(qrels, runs, ideal="run").to_ir_measures()
 
 
-@pytest.mark.xdist_group("ranx")   # ranx compiles its numba code once per process
 def test_to_ranx_is_a_report_with_ranx_names_means_and_paired_tests(sample) -> None:
     pytest.importorskip("ranx")
     from ranx.data_structures import Report
