@@ -11,7 +11,7 @@ score_command, certify_cmd
 # pydantic: model settings and validators, called by pydantic
 model_config
 _._one_or_many, _._pairs_or_pool, _._k_list, _._k_positive
-_._consistent, _._not_a_key, _._one_batch_mode, _._some_qrels
+_._consistent, _._not_a_key, _._one_batch_mode, _._some_qrels, _._a_labels_format
 mean_absolute_difference  # a field of the agreement figures model
 
 # the context-manager protocol: __exit__'s arguments

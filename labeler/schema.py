@@ -29,6 +29,20 @@ Ideal = Literal["qrels", "run"]
 """Where IDCG comes from: every judged chunk of the query (trec_eval), or the run re-sorted."""
 IDEALS: tuple[str, ...] = get_args(Ideal)
 
+InputFormat = Literal["csv", "jsonl", "parquet", "tsv", "trec"]
+"""An input file's format: a table (CSV, JSON Lines, Parquet, TSV) or TREC's whitespace-
+separated qrels and runs."""
+INPUT_FORMATS: tuple[str, ...] = get_args(InputFormat)
+FORMATS_OF: dict[str, tuple[str, ...]] = {
+    "pairs": ("csv", "jsonl", "parquet"),
+    "queries": ("csv", "jsonl", "parquet", "tsv"),
+    "corpus": ("csv", "jsonl", "parquet", "tsv"),
+    "labels": ("csv", "jsonl", "parquet", "trec"),
+    "runs": ("csv", "jsonl", "parquet", "trec"),
+}
+"""The formats each object can be read from (qrels are ``labels``): the one table the CLI's
+``--format`` and the config's ``format`` settings check against."""
+
 GRADES: tuple[int, ...] = (0, 1, 2, 3)
 """The relevance scale: 3 perfectly answers, 2 highly relevant, 1 related, 0 irrelevant."""
 

@@ -264,3 +264,33 @@ def test_label_older_format_spellings_still_work_with_a_note(kit: Path) -> None:
     assert "use --out-format csv" in err
     assert (kit / "old.out").read_text() == (kit / "new.out").read_text()
     assert pd.read_csv(kit / "old.out").shape[0] == 30
+
+
+def test_the_cli_and_the_config_take_the_formats_of_one_table(kit: Path) -> None:
+    """Every object's formats come from ``labeler.schema.FORMATS_OF``: a format an object
+    cannot be in is refused the same way by ``--format`` and by the config, naming what fits."""
+    from labeler.schema import FORMATS_OF, INPUT_FORMATS
+
+    assert set(INPUT_FORMATS) == {f for fits in FORMATS_OF.values() for f in fits}
+    for fmt in INPUT_FORMATS:
+        code, _, err = _cli("score", "--qrels", DATA / "human.qrels", "--run", RUN,
+                            "--format", f"qrels={fmt}", "--format", "run=trec")
+        if fmt in FORMATS_OF["labels"]:
+            assert "--qrels cannot be" not in err
+        else:
+            _refused(code, err, f"--format qrels={fmt}", f"--qrels cannot be {fmt}")
+    (kit / "job.toml").write_text(f"""\
+out_dir = "out"
+[inputs]
+queries = "{DATA / 'queries.tsv'}"
+corpus = "{DATA / 'corpus.jsonl'}"
+runs = ["{RUN}"]
+[judge]
+model = "lexical"
+[human]
+qrels = "{DATA / 'human.qrels'}"
+format = "tsv"
+""")
+    code, _, err = _cli("run", "--check", kit / "job.toml")
+    _refused(code, err, "job.toml: human.format: ",
+             f"the qrels cannot be tsv (use {', '.join(FORMATS_OF['labels'])})")

@@ -24,6 +24,8 @@ from typing import Any, Literal, get_args, get_origin
 
 import click
 
+from labeler.schema import FORMATS_OF, INPUT_FORMATS
+
 
 __all__ = [
     "FILE",
@@ -289,12 +291,11 @@ def echo_result(result: Any, as_json: bool) -> None:
 
 # --------------------------------------------------------------------------- input formats
 
-FORMATS = ("csv", "jsonl", "parquet", "tsv", "trec")
-_TEXTS = ("csv", "jsonl", "parquet", "tsv")
-_LABELS = ("csv", "jsonl", "parquet", "trec")
+FORMATS = INPUT_FORMATS
 KINDS: dict[str, tuple[str, ...]] = {
-    "pairs": ("csv", "jsonl", "parquet"), "queries": _TEXTS, "corpus": _TEXTS,
-    "qrels": _LABELS, "human": _LABELS, "llm": _LABELS, "labels": _LABELS, "run": _LABELS,
+    "pairs": FORMATS_OF["pairs"], "queries": FORMATS_OF["queries"],
+    "corpus": FORMATS_OF["corpus"], "run": FORMATS_OF["runs"],
+    **dict.fromkeys(("qrels", "human", "llm", "labels"), FORMATS_OF["labels"]),
 }
 """The formats each input (named by its flag) can be in."""
 
@@ -305,8 +306,8 @@ def format_option(*inputs: str, flag: str = "--format"
     whose inputs are ``inputs`` (their flags without dashes)."""
     return click.option(
         flag, "fmt", multiple=True, metavar="[INPUT=]FORMAT",
-        help="Format of input files whose extension and content do not say (csv, jsonl, "
-             f"parquet, tsv, trec): INPUT=FORMAT for one input ({', '.join(inputs)}), or "
+        help="Format of input files whose extension and content do not say "
+             f"({', '.join(FORMATS)}): INPUT=FORMAT for one input ({', '.join(inputs)}), or "
              "FORMAT for every input it fits; repeatable.")
 
 

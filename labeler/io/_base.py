@@ -29,12 +29,13 @@ from labeler.errors import InputError
 from labeler.io.lines import (DECOMPRESS_ERRORS, INT_RE, COMPRESSED, UTF8_ADVICE, corrupt,
                               first_bad_line, open_binary, text_lines, trec_kind, first_line,
                               sniff_trec)
-from labeler.schema import GRADES
+from labeler.schema import GRADES, INPUT_FORMATS
 
 PathLike: TypeAlias = str | os.PathLike[str]
 GradeMap: TypeAlias = Mapping[str, int] | None
 
-TABLE_FORMATS = ("csv", "jsonl", "parquet", "tsv")
+TABLE_FORMATS = tuple(f for f in INPUT_FORMATS if f != "trec")
+"""The formats of tables (every input format but TREC's)."""
 _EXT_FORMATS = {
     ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
     ".parquet": "parquet", ".pq": "parquet", ".tsv": "tsv",
@@ -71,9 +72,9 @@ def detect_format(path: PathLike, fmt: str | None = None, *, content: bool = Tru
         fmt = fmt.lower()
         if fmt in ("qrels", "run"):
             fmt = "trec"
-        if fmt not in (*TABLE_FORMATS, "trec"):
-            raise InputError(f"unknown format '{fmt}' (use csv, jsonl, parquet, tsv or trec)",
-                             path=path)
+        if fmt not in INPUT_FORMATS:
+            raise InputError(f"unknown format '{fmt}' (use {', '.join(INPUT_FORMATS[:-1])} or "
+                             f"{INPUT_FORMATS[-1]})", path=path)
         return fmt
     suffixes = [s.lower() for s in Path(path).suffixes]
     if suffixes and suffixes[-1] in COMPRESSED:

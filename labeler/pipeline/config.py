@@ -27,6 +27,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_mode
 from labeler.errors import ConfigError
 from labeler.labelling.limits import Price
 from labeler.redact import redact_data
+from labeler.schema import FORMATS_OF, InputFormat
 from labeler.settings import BootstrapConfig, JudgeConfig
 from labeler.statistics.options import StatsOptions, option_specs
 
@@ -43,9 +44,6 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-InputFormat = Literal["csv", "jsonl", "parquet", "tsv", "trec"]
-_FITS = {"pairs": ("csv", "jsonl", "parquet"), "queries": ("csv", "jsonl", "parquet", "tsv"),
-         "corpus": ("csv", "jsonl", "parquet", "tsv"), "runs": ("csv", "jsonl", "parquet", "trec")}
 
 
 class InputsConfig(_Section):
@@ -72,9 +70,9 @@ class InputsConfig(_Section):
     @model_validator(mode="after")
     def _pairs_or_pool(self) -> InputsConfig:
         for name, fmt in self.format.items():
-            if fmt not in _FITS[name]:
+            if fmt not in FORMATS_OF[name]:
                 raise ValueError(f"format: {name} cannot be {fmt} (use "
-                                 f"{', '.join(_FITS[name])})")
+                                 f"{', '.join(FORMATS_OF[name])})")
         pooling = [name for name in ("queries", "corpus") if getattr(self, name) is not None]
         if self.pairs is not None and pooling:
             raise ValueError("give either `pairs` or `queries` + `corpus` + `runs`, not both")
@@ -97,13 +95,21 @@ class HumanConfig(BootstrapConfig, _Section):
     qrels: Path | list[Path] = Field(
         description="the human labels: a file, or a list of files read together (the sheets "
                     "of one design; a pair with two different grades is an error)")
-    format: Literal["csv", "jsonl", "parquet", "trec"] | None = Field(
+    format: InputFormat | None = Field(
         default=None, description="force the qrels file's format")
 
     @property
     def paths(self) -> list[Path]:
         """The human label files, in the order given."""
         return list(self.qrels) if isinstance(self.qrels, list) else [self.qrels]
+
+    @field_validator("format")
+    @classmethod
+    def _a_labels_format(cls, value: InputFormat | None) -> InputFormat | None:
+        if value is not None and value not in FORMATS_OF["labels"]:
+            raise ValueError(f"the qrels cannot be {value} (use "
+                             f"{', '.join(FORMATS_OF['labels'])})")
+        return value
 
     @field_validator("qrels")
     @classmethod
@@ -132,7 +138,7 @@ class DriftConfig(_Section):
         default=None, description="human-graded pairs re-judged every run, never from the "
                                   "cache: a table with query_id, query, chunk_id, chunk, grade, "
                                   "or qrels whose texts come from [inputs]")
-    anchors_format: Literal["csv", "jsonl", "parquet", "tsv", "trec"] | None = Field(
+    anchors_format: InputFormat | None = Field(
         default=None, description="force the anchors file's format")
     max_anchor_flips: float = Field(
         default=0.10, ge=0, le=1,
