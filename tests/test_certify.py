@@ -237,7 +237,22 @@ certify = true
     assert done.exit_code == 0, done.output
     assert "after 5 of 10 queries" in done.output and "confidence sequence" in done.output
     run = tmp_path / "out" / (tmp_path / "out" / "latest.txt").read_text().strip()
-    assert set(json.loads((run / "certify.json").read_text())) == KEYS
+    certified = json.loads((run / "certify.json").read_text())
+    assert set(certified) == KEYS
+    # the run's report shows the certified leaderboard too, and report.json redraws it
+    from labeler.report import certify as certify_report
+    from labeler.report.comparison import render_html, render_markdown
+
+    html = (run / "report" / "report.html").read_text(encoding="utf-8")
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert certify_report.render_html(certified) in html
+    assert certify_report.render_markdown(certified, level=2) in md
+    assert html.index('<section class="certify">') < html.index("Made by labeler")
+    data = json.loads((run / "report" / "report.json").read_text(encoding="utf-8"))
+    assert data["certify"] == certified
+    args = (data["title"], data["agreement"], data["judge"], data["drift"], data["certify"])
+    assert render_markdown(data, *args) == md
+    assert certify_report.render_html(certified) in render_html(data, *args)
 
 
 def test_the_nightly_check_asks_for_the_design_before_any_call(tmp_path: Path) -> None:

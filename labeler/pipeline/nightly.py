@@ -344,7 +344,9 @@ def _run_in(cfg: Config, run_dir: Path, config_path: str | Path | None, progress
             paths = write_report(comparison, run_dir / "report", agreement=agreement_dict,
                                  title=cfg.title or "labeler run", judge=judge,
                                  drift=drift.to_dict() if prev_id is not None
-                                 or drift.judge is not None else None)
+                                 or drift.judge is not None else None,
+                                 certify=certification.to_dict()
+                                 if certification is not None else None)
             files.update({f"report.{kind}": p for kind, p in paths.items()})
 
     timings["total_s"] = round(time.perf_counter() - t_start, 3)

@@ -242,18 +242,25 @@ def _ppi_order_context(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def render_markdown(comparison: HasDict | Mapping[str, Any], title: str = DEFAULT_TITLE,
                     agreement: Any = None, judge: Mapping[str, Any] | None = None,
-                    drift: Mapping[str, Any] | None = None) -> str:
+                    drift: Mapping[str, Any] | None = None,
+                    certify: Mapping[str, Any] | None = None) -> str:
     """A comparison or its plain data (``to_dict()``) as Markdown (tables; data strings
-    escaped)."""
+    escaped). ``certify``: a certified leaderboard's data, shown as its own section."""
+    from labeler.report import certify as certified
+
     ctx = _context(_plain(comparison), title, as_agreement(agreement), judge, drift)
-    return environment(autoescape=False).get_template("report.md.j2").render(**ctx)
+    section = certified.render_markdown(certify, level=2) if certify else None
+    return environment(autoescape=False).get_template("report.md.j2").render(
+        certify_md=section, **ctx)
 
 
 def render_html(comparison: HasDict | Mapping[str, Any], title: str = DEFAULT_TITLE,
                 agreement: Any = None, judge: Mapping[str, Any] | None = None,
-                drift: Mapping[str, Any] | None = None) -> str:
+                drift: Mapping[str, Any] | None = None,
+                certify: Mapping[str, Any] | None = None) -> str:
     """A comparison or its plain data (``to_dict()``) as one self-contained HTML page with
-    inline PNG plots."""
+    inline PNG plots; ``certify`` (a certified leaderboard's data) adds its section."""
+    from labeler.report import certify as certified
     from labeler.report import plots
     agree = as_agreement(agreement)
     data = _plain(comparison)
@@ -265,7 +272,9 @@ def render_html(comparison: HasDict | Mapping[str, Any], title: str = DEFAULT_TI
     if agree is not None and agree.get("confusion_matrix") is not None:
         images["confusion"] = plots.to_data_uri(
             plots.confusion_heatmap(agree["confusion_matrix"]))
-    return environment(autoescape=True).get_template("report.html.j2").render(images=images, **ctx)
+    section = certified.render_html(certify) if certify else None   # every value escaped
+    return environment(autoescape=True).get_template("report.html.j2").render(
+        images=images, certify_html=section, **ctx)
 
 
 def render_text(comparison: HasDict | Mapping[str, Any]) -> str:
@@ -284,13 +293,15 @@ def _plain(comparison: HasDict | Mapping[str, Any]) -> Mapping[str, Any]:
 def write_report(comparison: HasDict | Mapping[str, Any], out_dir: str | os.PathLike[str],
                  agreement: Any = None, title: str = DEFAULT_TITLE,
                  judge: Mapping[str, Any] | None = None,
-                 drift: Mapping[str, Any] | None = None) -> dict[str, Path]:
+                 drift: Mapping[str, Any] | None = None,
+                 certify: Mapping[str, Any] | None = None) -> dict[str, Path]:
     """Write ``report.json``, ``report.md`` and ``report.html`` into ``out_dir`` atomically.
 
     ``agreement``: a reconcile report (dict, JSON path, or an object with ``to_dict()``);
     when given, the HTML shows its confusion matrix and statistics. ``judge``: who made the
     LLM labels (:func:`labeler.pipeline.provenance.judge_summary`). ``drift``: what changed
-    since the previous nightly run (a ``drift.json`` object), shown as a table.
+    since the previous nightly run (a ``drift.json`` object), shown as a table. ``certify``:
+    the certified leaderboard (a ``certify.json`` object), shown as its own section.
 
     Usage::
 
@@ -302,10 +313,11 @@ def write_report(comparison: HasDict | Mapping[str, Any], out_dir: str | os.Path
         raise InputError("the report directory is a file", path=out)
     result = _plain(comparison)  # once: its ranking block resamples the queries
     data = {**result, "title": title, "agreement": agree,
-            "judge": dict(judge) if judge else None, "drift": dict(drift) if drift else None}
+            "judge": dict(judge) if judge else None, "drift": dict(drift) if drift else None,
+            "certify": dict(certify) if certify else None}
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    md = render_markdown(result, title, agree, judge, drift)
-    html = render_html(result, title, agree, judge, drift)
+    md = render_markdown(result, title, agree, judge, drift, certify)
+    html = render_html(result, title, agree, judge, drift, certify)
     io.write_json(data, paths["json"])
     io.write_text(md, paths["md"])
     io.write_text(html, paths["html"])
