@@ -44,8 +44,6 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-
-
 class InputsConfig(_Section):
     """What to label: a pairs file, or queries + corpus + runs pooled to ``depth``.
 

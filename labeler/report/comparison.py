@@ -26,7 +26,6 @@ from labeler.errors import InputError
 from labeler.report.templating import environment
 
 if TYPE_CHECKING:
-
     from labeler.report.shapes import HasDict
 
 
